@@ -1,0 +1,90 @@
+// Running a tool: the one place where kiln starts processes.
+//
+// kiln::run() starts a program from an argument vector (never through a shell), feeds it stdin
+// bytes, drains its stdout and stderr together in one poll loop (so a child writing megabytes
+// to both never deadlocks), enforces a deadline, and returns what happened as data. A tool
+// that runs and fails is a result, not an exception; kiln::check() turns a failure into
+// kiln::ToolFailed with the seed's message. A program that cannot be started at all throws
+// kiln::ToolNotFound or kiln::ToolNotExecutable.
+//
+//   kiln::RunResult r = kiln::run({.argv = {"gcc", "--version"}, .timeout = std::chrono::seconds(5)});
+//   if (r.ok()) std::cout << r.output;
+//
+//   // Throws kiln::ToolFailed("Compilation error:\n<output>\nCommand line: gcc -c bad.c").
+//   kiln::check("Compilation error:", {.argv = {"gcc", "-c", "bad.c"}});
+//
+// Each child runs in its own process group. On timeout the whole group receives SIGTERM, then
+// SIGKILL after `kill_grace`, and the child is reaped: no zombie, no stray process in the group.
+// Every descriptor kiln opens is close-on-exec, and only the child's own pid is waited for, so
+// run() is safe to call from many threads at once.
+#pragma once
+
+#include <chrono>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace kiln {
+
+struct RunOptions {
+  // The program and its arguments. argv[0] is looked up in PATH unless it contains a '/'
+  // (PATH from `env` when it sets one, else kiln's own).
+  std::vector<std::string> argv{};
+  // Working directory of the child; empty means kiln's own.
+  std::filesystem::path cwd{};
+  // Variables to set in the child's environment; std::nullopt unsets that variable.
+  std::map<std::string, std::optional<std::string>> env{};
+  // When true, the child's environment is exactly `env`, nothing inherited.
+  bool replace_env = false;
+  // Bytes written to the child's stdin; std::nullopt gives it /dev/null.
+  std::optional<std::string> stdin_data{};
+  // When true (the seed's behaviour) stderr goes to `output` together with stdout.
+  bool merge_stderr = true;
+  // Deadline for the whole run; std::nullopt waits as long as it takes.
+  std::optional<std::chrono::milliseconds> timeout{};
+  // How long the process group has between SIGTERM and SIGKILL once the deadline passed.
+  std::chrono::milliseconds kill_grace{200};
+};
+
+struct RunResult {
+  // The exit status when the child exited normally, else -1.
+  int exit_code = -1;
+  // The signal that ended the child, else 0.
+  int signal = 0;
+  // True when kiln ended the child because the deadline passed.
+  bool timed_out = false;
+  // What the child wrote to stdout (and to stderr when merged).
+  std::string output{};
+  // What the child wrote to stderr when it was not merged.
+  std::string error_output{};
+  // Wall time from start to reaping.
+  std::chrono::nanoseconds duration{0};
+  // The command, quoted as a shell would need it, for messages.
+  std::string command_line{};
+
+  // True when the child exited with status 0 before the deadline.
+  bool ok() const noexcept { return !timed_out && signal == 0 && exit_code == 0; }
+  // "exit code 2", "killed by signal SIGSEGV", "timed out after 1.5s", ...
+  std::string status_text() const;
+};
+
+// Runs a program to completion. Throws ToolNotFound / ToolNotExecutable when it cannot be
+// started, InvalidArgument for an empty argv or a cwd that is not a directory, SystemError when
+// the system refuses a resource (pipes, processes). Never throws for what the program does.
+RunResult run(const RunOptions& options);
+
+// Runs a program and returns its result when ok(). Otherwise throws ToolFailed whose message is
+// `label`, the output, the exit status, and "Command line: <command>"; a timeout is reported the
+// same way with "timed out after ..." in the status.
+RunResult check(std::string_view label, const RunOptions& options);
+
+// The argument vector as one line, each argument quoted only when a shell would need it.
+std::string format_command_line(const std::vector<std::string>& argv);
+
+// The name of a signal ("SIGSEGV"), or "signal N" for one without a name.
+std::string signal_name(int signal);
+
+}  // namespace kiln

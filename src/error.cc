@@ -1,0 +1,39 @@
+#include "kiln/error.h"
+
+#include <cstring>
+#include <utility>
+
+#include <fmt/format.h>
+
+namespace kiln {
+
+SystemError::SystemError(std::string_view operation, int error_number)
+    : Error(fmt::format("{}: {}", operation, std::strerror(error_number))),
+      error_number_(error_number) {}
+
+CannotRunTool::CannotRunTool(std::string tool, const std::string& message)
+    : Error(message), tool_(std::move(tool)) {}
+
+namespace {
+
+std::string tool_failed_message(std::string_view label, std::string_view output,
+                                std::string_view command_line, std::string_view status) {
+  std::string message = fmt::format("{}\n{}", label, output);
+  if (!status.empty()) {
+    if (!message.ends_with('\n')) message += '\n';
+    message += status;
+  }
+  return fmt::format("{}\nCommand line: {}", message, command_line);
+}
+
+}  // namespace
+
+ToolFailed::ToolFailed(std::string label, std::string output, std::string command_line,
+                       std::string status)
+    : Error(tool_failed_message(label, output, command_line, status)),
+      label_(std::move(label)),
+      output_(std::move(output)),
+      command_line_(std::move(command_line)),
+      status_(std::move(status)) {}
+
+}  // namespace kiln

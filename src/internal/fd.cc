@@ -1,0 +1,69 @@
+#include "internal/fd.h"
+
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <ctime>
+
+#include "kiln/error.h"
+
+namespace kiln::internal {
+
+void UniqueFd::reset(int fd) noexcept {
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = fd;
+}
+
+namespace {
+
+// Moves `fd` to a number >= 3 (keeping close-on-exec) when it landed on a stdio number.
+UniqueFd above_stdio(int fd) {
+  UniqueFd owned(fd);
+  if (fd > 2) return owned;
+  int moved = ::fcntl(fd, F_DUPFD_CLOEXEC, 3);
+  if (moved == -1) throw SystemError("fcntl(F_DUPFD_CLOEXEC)", errno);
+  return UniqueFd(moved);
+}
+
+}  // namespace
+
+Pipe make_pipe() {
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0) throw SystemError("pipe2", errno);
+  UniqueFd read_end(fds[0]);
+  UniqueFd write_end(fds[1]);
+  return Pipe{above_stdio(read_end.release()), above_stdio(write_end.release())};
+}
+
+void set_nonblocking(int fd) {
+  int flags = ::fcntl(fd, F_GETFL);
+  if (flags == -1 || ::fcntl(fd, F_SETFL, flags | O_NONBLOCK) == -1) {
+    throw SystemError("fcntl(O_NONBLOCK)", errno);
+  }
+}
+
+long write_without_sigpipe(int fd, const char* data, unsigned long size) {
+  // SIGPIPE from write(2) is directed at the writing thread: block it here, and if the write
+  // raised it, consume it before unblocking, so the host's disposition never sees it.
+  sigset_t pipe_only, old_mask;
+  sigemptyset(&pipe_only);
+  sigaddset(&pipe_only, SIGPIPE);
+  sigset_t pending;
+  sigemptyset(&pending);
+  sigpending(&pending);
+  bool was_pending = sigismember(&pending, SIGPIPE) == 1;
+  pthread_sigmask(SIG_BLOCK, &pipe_only, &old_mask);
+  long written = retry_eintr([&] { return ::write(fd, data, size); });
+  int saved_errno = errno;
+  if (written == -1 && saved_errno == EPIPE && !was_pending) {
+    const timespec zero{0, 0};
+    retry_eintr([&] { return ::sigtimedwait(&pipe_only, nullptr, &zero); });
+  }
+  pthread_sigmask(SIG_SETMASK, &old_mask, nullptr);
+  errno = saved_errno;
+  return written;
+}
+
+}  // namespace kiln::internal

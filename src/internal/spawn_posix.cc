@@ -1,0 +1,315 @@
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "internal/spawn.h"
+#include "kiln/error.h"
+
+extern char** environ;  // NOLINT(readability-redundant-declaration): POSIX declares it nowhere
+
+namespace kiln::internal {
+namespace {
+
+constexpr const char* kDefaultPath = "/usr/local/bin:/usr/bin:/bin";
+
+// posix_spawn's attribute and file-action objects, destroyed on every path out.
+class SpawnAttributes {
+ public:
+  SpawnAttributes() {
+    posix_spawnattr_init(&attr_);
+    posix_spawn_file_actions_init(&actions_);
+  }
+  ~SpawnAttributes() {
+    posix_spawn_file_actions_destroy(&actions_);
+    posix_spawnattr_destroy(&attr_);
+  }
+  SpawnAttributes(const SpawnAttributes&) = delete;
+  SpawnAttributes& operator=(const SpawnAttributes&) = delete;
+
+  posix_spawnattr_t* attr() { return &attr_; }
+  posix_spawn_file_actions_t* actions() { return &actions_; }
+
+ private:
+  posix_spawnattr_t attr_;
+  posix_spawn_file_actions_t actions_;
+};
+
+void check_spawn_call(int rc, const char* what) {
+  if (rc != 0) throw SystemError(what, rc);
+}
+
+void configure(SpawnAttributes& sa, const SpawnSpec& spec) {
+  short flags = POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK;
+  if (spec.new_process_group) flags |= POSIX_SPAWN_SETPGROUP;
+  check_spawn_call(posix_spawnattr_setflags(sa.attr(), flags), "posix_spawnattr_setflags");
+  // The child starts with default dispositions and an empty mask whatever the host did (a host
+  // that ignores SIGPIPE or blocks SIGTERM must not pass that on to compilers).
+  sigset_t all, none;
+  sigfillset(&all);
+  sigemptyset(&none);
+  check_spawn_call(posix_spawnattr_setsigdefault(sa.attr(), &all), "posix_spawnattr_setsigdefault");
+  check_spawn_call(posix_spawnattr_setsigmask(sa.attr(), &none), "posix_spawnattr_setsigmask");
+  if (spec.new_process_group) {
+    check_spawn_call(posix_spawnattr_setpgroup(sa.attr(), 0), "posix_spawnattr_setpgroup");
+  }
+
+  bool stdin_mapped = false;
+  for (auto [parent_fd, child_fd] : spec.fds) {
+    stdin_mapped = stdin_mapped || child_fd == 0;
+    check_spawn_call(posix_spawn_file_actions_adddup2(sa.actions(), parent_fd, child_fd),
+                     "posix_spawn_file_actions_adddup2");
+  }
+  if (!stdin_mapped) {
+    check_spawn_call(
+        posix_spawn_file_actions_addopen(sa.actions(), 0, "/dev/null", O_RDONLY, 0),
+        "posix_spawn_file_actions_addopen(/dev/null)");
+  }
+  if (!spec.cwd.empty()) {
+    check_spawn_call(posix_spawn_file_actions_addchdir_np(sa.actions(), spec.cwd.c_str()),
+                     "posix_spawn_file_actions_addchdir_np");
+  }
+}
+
+std::vector<char*> c_strings(const std::vector<std::string>& strings) {
+  std::vector<char*> result;
+  result.reserve(strings.size() + 1);
+  for (const std::string& s : strings) result.push_back(const_cast<char*>(s.c_str()));
+  result.push_back(nullptr);
+  return result;
+}
+
+[[noreturn]] void throw_spawn_error(const SpawnSpec& spec, int error_number) {
+  std::string program = spec.executable.string();
+  switch (error_number) {
+    case ENOENT:
+      throw ToolNotFound(program, fmt::format("cannot run '{}': no such file (or its interpreter "
+                                              "is missing)", program));
+    case EACCES:
+    case EPERM:
+    case EISDIR:
+    case ENOEXEC:
+      throw ToolNotExecutable(program,
+                              fmt::format("cannot run '{}': {}", program, std::strerror(error_number)));
+    default:
+      throw SystemError(fmt::format("posix_spawn('{}')", program), error_number);
+  }
+}
+
+int open_pidfd(pid_t pid) {
+#ifdef SYS_pidfd_open
+  long fd = ::syscall(SYS_pidfd_open, pid, 0);
+  if (fd >= 0) {
+    // pidfd_open sets close-on-exec itself; nothing else to do.
+    return static_cast<int>(fd);
+  }
+#endif
+  (void)pid;
+  return -1;
+}
+
+}  // namespace
+
+Child Child::spawn(const SpawnSpec& spec) {
+  SpawnAttributes sa;
+  configure(sa, spec);
+  std::vector<char*> argv = c_strings(spec.argv);
+  std::vector<char*> envp = c_strings(spec.environment);
+  pid_t pid = -1;
+  int rc = 0;
+  // ETXTBSY: another thread's child may briefly hold a just-written executable open for writing
+  // (between its fork and its exec). It clears within milliseconds.
+  for (int attempt = 0; attempt < 50; ++attempt) {
+    rc = posix_spawn(&pid, spec.executable.c_str(), sa.actions(), sa.attr(), argv.data(),
+                     envp.data());
+    if (rc != ETXTBSY) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  if (rc != 0) throw_spawn_error(spec, rc);
+  return Child(pid, spec.new_process_group);
+}
+
+Child::Child(pid_t pid, bool own_group) noexcept
+    : pid_(pid), own_group_(own_group), pidfd_(open_pidfd(pid)) {}
+
+Child::Child(Child&& other) noexcept
+    : pid_(std::exchange(other.pid_, -1)),
+      own_group_(other.own_group_),
+      reaped_(std::exchange(other.reaped_, true)),
+      wait_status_(other.wait_status_),
+      reaped_at_(other.reaped_at_),
+      pidfd_(std::move(other.pidfd_)) {}
+
+Child& Child::operator=(Child&& other) noexcept {
+  if (this != &other) {
+    if (!reaped_ && pid_ > 0) terminate_group(std::chrono::milliseconds(0));
+    pid_ = std::exchange(other.pid_, -1);
+    own_group_ = other.own_group_;
+    reaped_ = std::exchange(other.reaped_, true);
+    wait_status_ = other.wait_status_;
+    reaped_at_ = other.reaped_at_;
+    pidfd_ = std::move(other.pidfd_);
+  }
+  return *this;
+}
+
+Child::~Child() {
+  if (!reaped_ && pid_ > 0) terminate_group(std::chrono::milliseconds(0));
+}
+
+bool Child::has_exited() {
+  if (reaped_) return true;
+  siginfo_t info{};
+  int r = retry_eintr([&] { return ::waitid(P_PID, pid_, &info, WEXITED | WNOHANG | WNOWAIT); });
+  if (r == -1) throw SystemError(fmt::format("waitid({})", pid_), errno);
+  return info.si_pid == pid_;
+}
+
+bool Child::wait_exit_until(std::optional<Clock::time_point> deadline) {
+  while (!has_exited()) {
+    int wait_ms = -1;
+    if (deadline) {
+      auto now = Clock::now();
+      if (now >= *deadline) return false;
+      wait_ms = static_cast<int>(std::chrono::ceil<std::chrono::milliseconds>(*deadline - now).count());
+    }
+    if (pidfd_) {
+      pollfd p{pidfd_.get(), POLLIN, 0};
+      retry_eintr([&] { return ::poll(&p, 1, wait_ms); });
+    } else {
+      // No pidfd: short sleeps keep the deadline within a millisecond.
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  }
+  return true;
+}
+
+void Child::reap() {
+  if (reaped_) return;
+  int status = 0;
+  pid_t r = retry_eintr([&] { return ::waitpid(pid_, &status, 0); });
+  if (r == -1) throw SystemError(fmt::format("waitpid({})", pid_), errno);
+  reaped_ = true;
+  wait_status_ = status;
+  reaped_at_ = Clock::now();
+  pidfd_.reset();
+}
+
+bool Child::wait_until(std::optional<Clock::time_point> deadline) {
+  if (!wait_exit_until(deadline)) return false;
+  reap();
+  return true;
+}
+
+void Child::signal_group(int signal) noexcept {
+  if (reaped_ || pid_ <= 0) return;
+  // While the child is unreaped (alive or a zombie) its pid, and so its group id, cannot be
+  // reused by another process.
+  ::kill(own_group_ ? -pid_ : pid_, signal);
+}
+
+void Child::terminate_group(std::chrono::milliseconds grace) noexcept {
+  if (reaped_ || pid_ <= 0) return;
+  try {
+    if (grace.count() > 0) {
+      signal_group(SIGTERM);
+      wait_exit_until(Clock::now() + grace);  // does not reap: the group id stays ours
+    }
+    // SIGKILL the group even when the child is already gone: its descendants may have ignored
+    // SIGTERM. Only then reap.
+    signal_group(SIGKILL);
+    reap();
+  } catch (...) {
+    // waitpid/waitid cannot fail for our own unreaped child; nothing to report from here.
+  }
+}
+
+std::filesystem::path resolve_executable(const std::string& name, const std::string& path_variable,
+                                         const std::filesystem::path& cwd) {
+  namespace fs = std::filesystem;
+  if (name.empty()) throw InvalidArgument("cannot run a program with an empty name");
+  auto check_candidate = [](const fs::path& p) -> int {
+    struct stat st {};
+    if (::stat(p.c_str(), &st) != 0) return errno;
+    if (S_ISDIR(st.st_mode)) return EISDIR;
+    if (!S_ISREG(st.st_mode) || ::access(p.c_str(), X_OK) != 0) return EACCES;
+    return 0;
+  };
+  if (name.find('/') != std::string::npos) {
+    fs::path p = name;
+    if (p.is_relative() && !cwd.empty()) p = cwd / p;
+    int e = check_candidate(p);
+    if (e == 0) return p;
+    if (e == ENOENT || e == ENOTDIR) {
+      throw ToolNotFound(name, fmt::format("cannot run '{}': no such file", name));
+    }
+    if (e == EISDIR) throw ToolNotExecutable(name, fmt::format("cannot run '{}': it is a directory", name));
+    throw ToolNotExecutable(name,
+                            fmt::format("cannot run '{}': it is not an executable file", name));
+  }
+  std::optional<fs::path> refused;
+  size_t begin = 0;
+  while (begin <= path_variable.size()) {
+    size_t end = path_variable.find(':', begin);
+    if (end == std::string::npos) end = path_variable.size();
+    std::string dir = path_variable.substr(begin, end - begin);
+    fs::path p = fs::path(dir.empty() ? "." : dir) / name;
+    if (p.is_relative() && !cwd.empty()) p = cwd / p;
+    int e = check_candidate(p);
+    if (e == 0) return p;
+    if ((e == EACCES || e == EISDIR) && !refused) refused = p;
+    begin = end + 1;
+  }
+  if (refused) {
+    throw ToolNotExecutable(name, fmt::format("cannot run '{}': found {} in PATH, but it is not "
+                                              "an executable file",
+                                              name, refused->string()));
+  }
+  throw ToolNotFound(name, fmt::format("cannot run '{}': not found in PATH={}", name, path_variable));
+}
+
+std::vector<std::string> make_environment(
+    const std::map<std::string, std::optional<std::string>>& overlay, bool replace) {
+  std::map<std::string, std::string> vars;
+  if (!replace) {
+    for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
+      std::string_view entry(*e);
+      size_t eq = entry.find('=');
+      if (eq == std::string_view::npos) continue;
+      vars.emplace(std::string(entry.substr(0, eq)), std::string(entry.substr(eq + 1)));
+    }
+  }
+  for (const auto& [name, value] : overlay) {
+    if (name.empty() || name.find('=') != std::string::npos) {
+      throw InvalidArgument(fmt::format("invalid environment variable name '{}'", name));
+    }
+    if (value) {
+      vars[name] = *value;
+    } else {
+      vars.erase(name);
+    }
+  }
+  std::vector<std::string> result;
+  result.reserve(vars.size());
+  for (const auto& [name, value] : vars) result.push_back(name + "=" + value);
+  return result;
+}
+
+std::string path_of(const std::vector<std::string>& environment) {
+  for (const std::string& entry : environment) {
+    if (entry.starts_with("PATH=")) return entry.substr(5);
+  }
+  return kDefaultPath;
+}
+
+}  // namespace kiln::internal

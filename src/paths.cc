@@ -1,0 +1,53 @@
+#include "kiln/paths.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cctype>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+namespace kiln {
+namespace fs = std::filesystem;
+namespace {
+
+bool is_executable_file(const fs::path& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(path.c_str(), X_OK) == 0;
+}
+
+bool is_space(char c) { return std::isspace(static_cast<unsigned char>(c)) != 0; }
+
+}  // namespace
+
+std::optional<fs::path> which(std::string_view name) {
+  if (name.empty()) return std::nullopt;
+  std::vector<fs::path> candidates{fs::path(name), fs::path("/bin") / name};
+  const char* path_variable = std::getenv("PATH");  // NOLINT(concurrency-mt-unsafe)
+  std::string_view dirs = path_variable != nullptr ? path_variable : "";
+  for (size_t begin = 0; begin <= dirs.size();) {
+    size_t end = std::min(dirs.find(':', begin), dirs.size());
+    candidates.push_back(fs::path(dirs.substr(begin, end - begin)) / name);
+    begin = end + 1;
+  }
+  for (const fs::path& candidate : candidates) {
+    if (is_executable_file(candidate)) return candidate;
+  }
+  return std::nullopt;
+}
+
+bool is_source_path(std::string_view text) {
+  std::error_code ec;
+  if (!text.empty() && text.find('\0') == std::string_view::npos &&
+      fs::exists(fs::path(text), ec)) {
+    return true;
+  }
+  if (text.find('\n') != std::string_view::npos) return false;
+  size_t dot = text.rfind('.');
+  if (dot == std::string_view::npos) return false;
+  std::string_view extension = text.substr(dot + 1);
+  return extension.empty() || (!is_space(extension.front()) && !is_space(extension.back()));
+}
+
+}  // namespace kiln

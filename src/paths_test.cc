@@ -1,0 +1,85 @@
+#include "kiln/paths.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <fstream>
+
+#include <gtest/gtest.h>
+
+#include "kiln/temp_directory.h"
+
+namespace kiln {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Sets PATH for one scope.
+class ScopedPath {
+ public:
+  explicit ScopedPath(const std::string& value) {
+    const char* old = std::getenv("PATH");
+    had_ = old != nullptr;
+    if (had_) old_ = old;
+    ::setenv("PATH", value.c_str(), 1);
+  }
+  ~ScopedPath() {
+    if (had_) {
+      ::setenv("PATH", old_.c_str(), 1);
+    } else {
+      ::unsetenv("PATH");
+    }
+  }
+
+ private:
+  bool had_ = false;
+  std::string old_;
+};
+
+void make_file(const fs::path& p, mode_t mode) {
+  std::ofstream(p) << "#!/bin/true\n";
+  ::chmod(p.c_str(), mode);
+}
+
+TEST(Which, HeaderExample) {
+  auto sh = which("sh");
+  ASSERT_TRUE(sh.has_value());
+  EXPECT_EQ(*sh, fs::path("/bin/sh")) << "/bin comes before PATH";
+}
+
+TEST(Which, SearchesPathInOrderAndSkipsNonExecutables) {
+  TempDirectory a, b;
+  make_file(a / "kiln-tool", 0644);           // not executable: skipped
+  make_file(b / "kiln-tool", 0755);
+  fs::create_directory(a / "kiln-dir-tool");  // a directory: skipped
+  ScopedPath path(a.path().string() + ":" + b.path().string());
+  EXPECT_EQ(which("kiln-tool"), b / "kiln-tool");
+  EXPECT_FALSE(which("kiln-dir-tool").has_value());
+  EXPECT_FALSE(which("kiln-absent-tool").has_value());
+  EXPECT_FALSE(which("").has_value());
+}
+
+TEST(Which, AcceptsAPathToAnExecutable) {
+  TempDirectory a;
+  make_file(a / "tool", 0755);
+  EXPECT_EQ(which((a / "tool").string()), a / "tool");
+}
+
+TEST(IsSourcePath, SeedRules) {
+  TempDirectory dir;
+  make_file(dir / "no_extension", 0644);
+  EXPECT_TRUE(is_source_path((dir / "no_extension").string())) << "an existing file";
+  EXPECT_TRUE(is_source_path("kernel.cu"));
+  EXPECT_TRUE(is_source_path("a.b.c"));
+  EXPECT_TRUE(is_source_path("trailing."));       // empty extension: nothing to strip
+  EXPECT_FALSE(is_source_path("Makefile"));       // no extension
+  EXPECT_FALSE(is_source_path("int main() { return 0; }\n"));
+  EXPECT_FALSE(is_source_path("x.c\n"));
+  EXPECT_FALSE(is_source_path("x. c"));            // whitespace before the extension
+  EXPECT_FALSE(is_source_path("x.c "));            // whitespace after it
+  EXPECT_FALSE(is_source_path("float f = 1.0; return f * 2.0 "));
+  EXPECT_FALSE(is_source_path(""));
+}
+
+}  // namespace
+}  // namespace kiln

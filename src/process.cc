@@ -1,0 +1,255 @@
+#include "kiln/process.h"
+
+#include <poll.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "internal/fd.h"
+#include "internal/spawn.h"
+#include "kiln/error.h"
+
+namespace kiln {
+namespace {
+
+using internal::Clock;
+using internal::UniqueFd;
+
+constexpr size_t kReadChunk = 64 * 1024;
+// After the group was killed, how long to wait for the pipes to reach EOF. Only a process that
+// left the group (setsid) can hold them open longer; its output is then cut off.
+constexpr std::chrono::milliseconds kDrainAfterKill{100};
+
+// One parent-side pipe end the loop reads into a string.
+struct Sink {
+  UniqueFd fd;
+  std::string* text;
+};
+
+// Reads what is available; closes the end at EOF or on error. Returns false when closed.
+bool drain(Sink& sink) {
+  char buffer[kReadChunk];
+  for (;;) {
+    ssize_t n = internal::retry_eintr([&] { return ::read(sink.fd.get(), buffer, sizeof buffer); });
+    if (n > 0) {
+      sink.text->append(buffer, static_cast<size_t>(n));
+      if (static_cast<size_t>(n) < sizeof buffer) return true;
+      continue;
+    }
+    if (n == -1 && (errno == EAGAIN || errno == EWOULDBLOCK)) return true;
+    sink.fd.reset();  // EOF, or an error no retry will fix
+    return false;
+  }
+}
+
+// Writes the next piece of stdin; closes the end when all is written or the child stopped reading.
+void feed(UniqueFd& fd, const std::string& data, size_t& offset) {
+  while (offset < data.size()) {
+    long n = internal::write_without_sigpipe(fd.get(), data.data() + offset, data.size() - offset);
+    if (n > 0) {
+      offset += static_cast<size_t>(n);
+      continue;
+    }
+    if (n == -1 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
+    break;  // EPIPE: the child closed its stdin; what it did not read is its business
+  }
+  fd.reset();
+}
+
+int poll_timeout_ms(std::optional<Clock::time_point> deadline) {
+  if (!deadline) return -1;
+  auto left = *deadline - Clock::now();
+  if (left <= Clock::duration::zero()) return 0;
+  return static_cast<int>(std::chrono::ceil<std::chrono::milliseconds>(left).count());
+}
+
+// The pipes and the state of one run.
+struct Session {
+  std::array<Sink, 2> sinks;  // stdout, stderr (stderr's fd is invalid when merged)
+  UniqueFd stdin_fd;
+  size_t stdin_offset = 0;
+  const std::string* stdin_data = nullptr;
+
+  bool pipes_open() const { return sinks[0].fd || sinks[1].fd || stdin_fd; }
+
+  // One poll round over the open pipes and, while the child runs, its exit descriptor. Returns
+  // after any event or at the deadline.
+  void poll_once(internal::Child& child, bool exited, std::optional<Clock::time_point> deadline) {
+    std::array<pollfd, 4> fds{};
+    nfds_t n = 0;
+    for (Sink& s : sinks) {
+      if (s.fd) fds[n++] = {s.fd.get(), POLLIN, 0};
+    }
+    if (stdin_fd) fds[n++] = {stdin_fd.get(), POLLOUT, 0};
+    bool watch_exit = !exited && child.exit_fd() >= 0;
+    if (watch_exit) fds[n++] = {child.exit_fd(), POLLIN, 0};
+    int timeout = poll_timeout_ms(deadline);
+    if (!exited && !watch_exit && n == 0) {
+      // No pidfd and no pipe left to wake us: look again in a millisecond.
+      timeout = timeout < 0 ? 1 : std::min(timeout, 1);
+    }
+    int r = internal::retry_eintr([&] { return ::poll(fds.data(), n, timeout); });
+    if (r == -1) throw SystemError("poll", errno);
+    for (Sink& s : sinks) {
+      if (s.fd) drain(s);
+    }
+    if (stdin_fd) feed(stdin_fd, *stdin_data, stdin_offset);
+  }
+
+  // After the group was killed: read what is still buffered, up to a short bound.
+  void drain_after_kill(internal::Child& child) {
+    auto until = Clock::now() + kDrainAfterKill;
+    stdin_fd.reset();
+    while ((sinks[0].fd || sinks[1].fd) && Clock::now() < until) poll_once(child, true, until);
+  }
+};
+
+void fill_status(RunResult& result, int wait_status) {
+  if (WIFEXITED(wait_status)) {
+    result.exit_code = WEXITSTATUS(wait_status);
+  } else if (WIFSIGNALED(wait_status)) {
+    result.signal = WTERMSIG(wait_status);
+  }
+}
+
+void check_cwd(const std::filesystem::path& cwd) {
+  if (cwd.empty()) return;
+  struct stat st {};
+  if (::stat(cwd.c_str(), &st) != 0) {
+    throw InvalidArgument(fmt::format("working directory '{}': {}", cwd.string(), std::strerror(errno)));
+  }
+  if (!S_ISDIR(st.st_mode)) {
+    throw InvalidArgument(fmt::format("working directory '{}' is not a directory", cwd.string()));
+  }
+}
+
+}  // namespace
+
+RunResult run(const RunOptions& options) {
+  if (options.argv.empty()) throw InvalidArgument("run: empty argument vector");
+  auto start = Clock::now();
+  std::optional<Clock::time_point> deadline;
+  if (options.timeout) deadline = start + *options.timeout;
+
+  RunResult result;
+  result.command_line = format_command_line(options.argv);
+  check_cwd(options.cwd);
+  internal::SpawnSpec spec;
+  spec.environment = internal::make_environment(options.env, options.replace_env);
+  spec.executable =
+      internal::resolve_executable(options.argv[0], internal::path_of(spec.environment), options.cwd);
+  spec.argv = options.argv;
+  spec.cwd = options.cwd;
+
+  Session session;
+  internal::Pipe out = internal::make_pipe();
+  std::optional<internal::Pipe> err;
+  std::optional<internal::Pipe> in;
+  spec.fds.emplace_back(out.write.get(), 1);
+  if (options.merge_stderr) {
+    spec.fds.emplace_back(out.write.get(), 2);
+  } else {
+    err = internal::make_pipe();
+    spec.fds.emplace_back(err->write.get(), 2);
+  }
+  if (options.stdin_data) {
+    in = internal::make_pipe();
+    spec.fds.emplace_back(in->read.get(), 0);
+  }
+
+  internal::Child child = internal::Child::spawn(spec);
+  // The child has its copies; closing ours is what lets EOF arrive.
+  out.write.reset();
+  session.sinks[0] = {std::move(out.read), &result.output};
+  session.sinks[1].text = &result.error_output;
+  if (err) {
+    err->write.reset();
+    session.sinks[1].fd = std::move(err->read);
+  }
+  if (in) {
+    in->read.reset();
+    session.stdin_fd = std::move(in->write);
+    session.stdin_data = &*options.stdin_data;
+  }
+  for (Sink& s : session.sinks) {
+    if (s.fd) internal::set_nonblocking(s.fd.get());
+  }
+  if (session.stdin_fd) internal::set_nonblocking(session.stdin_fd.get());
+
+  // Run until the child has exited and its pipes reached EOF, or the deadline.
+  for (;;) {
+    bool exited = child.has_exited();
+    if (exited && !session.pipes_open()) break;
+    if (deadline && Clock::now() >= *deadline) {
+      result.timed_out = true;
+      break;
+    }
+    session.poll_once(child, exited, deadline);
+  }
+  if (result.timed_out) {
+    child.terminate_group(options.kill_grace);
+    session.drain_after_kill(child);
+  } else {
+    child.reap();
+  }
+  fill_status(result, child.wait_status());
+  result.duration = child.reaped_at() - start;
+  return result;
+}
+
+RunResult check(std::string_view label, const RunOptions& options) {
+  RunResult result = run(options);
+  if (result.ok()) return result;
+  std::string output = result.output;
+  if (!options.merge_stderr) output += result.error_output;
+  std::string status;
+  if (result.timed_out || result.signal != 0) status = result.status_text();
+  throw ToolFailed(std::string(label), std::move(output), result.command_line, std::move(status));
+}
+
+std::string RunResult::status_text() const {
+  if (timed_out) {
+    return fmt::format("timed out after {:.3g}s",
+                       std::chrono::duration<double>(duration).count());
+  }
+  if (signal != 0) return fmt::format("killed by signal {}", signal_name(signal));
+  return fmt::format("exit code {}", exit_code);
+}
+
+std::string format_command_line(const std::vector<std::string>& argv) {
+  std::string line;
+  for (const std::string& arg : argv) {
+    if (!line.empty()) line += ' ';
+    bool plain = !arg.empty() && arg.find_first_not_of("abcdefghijklmnopqrstuvwxyz"
+                                                       "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                                       "0123456789_-+=/.,:@%") == std::string::npos;
+    if (plain) {
+      line += arg;
+      continue;
+    }
+    line += '\'';
+    for (char c : arg) {
+      if (c == '\'') {
+        line += "'\\''";
+      } else {
+        line += c;
+      }
+    }
+    line += '\'';
+  }
+  return line;
+}
+
+std::string signal_name(int signal) {
+  const char* abbrev = sigabbrev_np(signal);
+  if (abbrev == nullptr) return fmt::format("signal {}", signal);
+  return fmt::format("SIG{}", abbrev);
+}
+
+}  // namespace kiln

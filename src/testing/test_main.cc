@@ -1,0 +1,14 @@
+// main() of kiln_unit_tests: a child mode when asked to be one, else GoogleTest.
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "testing/test_support.h"
+
+int main(int argc, char** argv) {
+  if (argc >= 3 && std::strcmp(argv[1], kiln::testing::kChildFlag) == 0) {
+    return kiln::testing::run_child_mode(argc, argv);
+  }
+  ::testing::InitGoogleTest(&argc, argv);
+  return RUN_ALL_TESTS();
+}

@@ -1,0 +1,214 @@
+#include "testing/test_support.h"
+
+#include <signal.h>
+#include <spawn.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <tuple>
+#include <algorithm>
+
+#include "kiln/file_lock.h"
+#include "kiln/temp_directory.h"
+
+extern char** environ;  // NOLINT(readability-redundant-declaration)
+
+namespace kiln::testing {
+namespace fs = std::filesystem;
+namespace {
+
+[[noreturn]] void sleep_forever() {
+  for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
+}
+
+// Writes `text` to `path` atomically, so a poller never sees half of it.
+void publish(const std::string& path, const std::string& text) {
+  std::string tmp = path + ".tmp";
+  { std::ofstream(tmp) << text; }
+  fs::rename(tmp, path);
+}
+
+void say(const std::string& line) {
+  std::string text = line + "\n";
+  [[maybe_unused]] ssize_t n = ::write(1, text.data(), text.size());
+}
+
+int spew(long bytes) {
+  // Alternate stdout and stderr in 64 KiB pieces: a parent that drains only one of them, or
+  // both in turn with blocking reads, deadlocks here.
+  std::string out(64 * 1024, 'o');
+  std::string err(64 * 1024, 'e');
+  long left_out = bytes, left_err = bytes;
+  while (left_out > 0 || left_err > 0) {
+    for (auto [fd, piece, left] : {std::tuple{1, &out, &left_out}, std::tuple{2, &err, &left_err}}) {
+      if (*left <= 0) continue;
+      size_t n = static_cast<size_t>(std::min<long>(*left, static_cast<long>(piece->size())));
+      size_t done = 0;
+      while (done < n) {
+        ssize_t w = ::write(fd, piece->data() + done, n - done);
+        if (w <= 0) return 3;
+        done += static_cast<size_t>(w);
+      }
+      *left -= static_cast<long>(n);
+    }
+  }
+  return 0;
+}
+
+// A child that starts, in its own process group, a grandchild which ignores SIGTERM.
+int tree() {
+  std::string exe = self_exe();
+  std::vector<std::string> args = child_argv("stubborn");
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  pid_t grandchild = 0;
+  if (posix_spawn(&grandchild, exe.c_str(), nullptr, nullptr, argv.data(), environ) != 0) return 4;
+  say("child " + std::to_string(::getpid()));
+  sleep_forever();
+}
+
+int stubborn() {
+  ::signal(SIGTERM, SIG_IGN);
+  say("grandchild " + std::to_string(::getpid()));
+  sleep_forever();
+}
+
+int lock_increment(const std::string& lock_path, const std::string& counter_path, int times) {
+  for (int i = 0; i < times; ++i) {
+    FileLock lock(lock_path);
+    long value = 0;
+    { std::ifstream(counter_path) >> value; }
+    { std::ofstream(counter_path, std::ios::trunc) << value + 1; }
+  }
+  return 0;
+}
+
+int lock_hold(const std::string& lock_path, const std::string& ready_path) {
+  FileLock lock(lock_path);
+  publish(ready_path, std::to_string(::getpid()));
+  sleep_forever();
+}
+
+int tempdirs_hold(const std::string& ready_path) {
+  cleanup_tempdirs_on_signals();
+  std::vector<TempDirectory> dirs(3);
+  std::string paths;
+  for (auto& d : dirs) {
+    std::ofstream(d / "file") << "content";
+    paths += d.path().string() + "\n";
+  }
+  publish(ready_path, paths);
+  sleep_forever();
+}
+
+}  // namespace
+
+std::string self_exe() { return fs::read_symlink("/proc/self/exe").string(); }
+
+std::vector<std::string> child_argv(const std::string& mode, const std::vector<std::string>& args) {
+  std::vector<std::string> argv{self_exe(), kChildFlag, mode};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return argv;
+}
+
+int run_child_mode(int argc, char** argv) {
+  std::string mode = argv[2];
+  std::vector<std::string> a(argv + 3, argv + argc);
+  auto arg = [&](size_t i) { return i < a.size() ? a[i] : std::string(); };
+  if (mode == "exit") return std::atoi(arg(0).c_str());
+  if (mode == "signal") {
+    ::signal(std::atoi(arg(0).c_str()), SIG_DFL);
+    ::raise(std::atoi(arg(0).c_str()));
+    return 5;
+  }
+  if (mode == "echo-stdin") {
+    std::cout << std::cin.rdbuf();
+    return 0;
+  }
+  if (mode == "env") {
+    const char* v = std::getenv(arg(0).c_str());
+    std::cout << (v != nullptr ? v : "<unset>");
+    return 0;
+  }
+  if (mode == "cwd") {
+    std::cout << fs::current_path().string();
+    return 0;
+  }
+  if (mode == "spew") return spew(std::atol(arg(0).c_str()));
+  if (mode == "print") {
+    std::cout << arg(0) << std::flush;
+    std::cerr << arg(1) << std::flush;
+    return std::atoi(arg(2).c_str());
+  }
+  if (mode == "sleep") {
+    std::this_thread::sleep_for(std::chrono::milliseconds(std::atol(arg(0).c_str())));
+    return 0;
+  }
+  if (mode == "tree") return tree();
+  if (mode == "stubborn") return stubborn();
+  if (mode == "lock-increment") return lock_increment(arg(0), arg(1), std::atoi(arg(2).c_str()));
+  if (mode == "lock-hold") return lock_hold(arg(0), arg(1));
+  if (mode == "tempdirs-hold") return tempdirs_hold(arg(0));
+  std::cerr << "unknown child mode " << mode << "\n";
+  return 99;
+}
+
+std::vector<int> open_fds() {
+  std::vector<int> fds;
+  for (const auto& entry : fs::directory_iterator("/proc/self/fd")) {
+    fds.push_back(std::stoi(entry.path().filename().string()));
+  }
+  std::sort(fds.begin(), fds.end());
+  return fds;
+}
+
+std::vector<pid_t> child_pids() {
+  std::vector<pid_t> children;
+  pid_t self = ::getpid();
+  for (const auto& entry : fs::directory_iterator("/proc")) {
+    std::string name = entry.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream status(entry.path() / "status");
+    std::string line;
+    while (std::getline(status, line)) {
+      if (line.starts_with("PPid:")) {
+        if (std::stoi(line.substr(5)) == self) children.push_back(std::stoi(name));
+        break;
+      }
+    }
+  }
+  return children;
+}
+
+bool process_gone(pid_t pid) {
+  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
+  if (!status) return true;
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.starts_with("State:")) {
+      size_t at = line.find_first_not_of(" \t", 6);
+      return at == std::string::npos || line[at] == 'Z' || line[at] == 'X';
+    }
+  }
+  return true;
+}
+
+bool wait_process_gone(pid_t pid, int timeout_ms) {
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  while (!process_gone(pid)) {
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return true;
+}
+
+}  // namespace kiln::testing

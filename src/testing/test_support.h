@@ -1,0 +1,36 @@
+// Test support: the unit-test binary re-executes itself as a child with a named behaviour
+// (as LLVM's tests do), and inspects /proc to prove no process or descriptor was left behind.
+#pragma once
+
+#include <sys/types.h>
+
+#include <string>
+#include <vector>
+
+namespace kiln::testing {
+
+// The flag that makes the test binary act as a child: `kiln_unit_tests --kiln-test-child MODE ...`.
+inline constexpr const char* kChildFlag = "--kiln-test-child";
+
+// The absolute path of the running test binary.
+std::string self_exe();
+
+// argv that runs this binary as a child in `mode` with `args`.
+std::vector<std::string> child_argv(const std::string& mode, const std::vector<std::string>& args = {});
+
+// Runs the child behaviour named by argv[2]; returns its exit status. See test_child.cc.
+int run_child_mode(int argc, char** argv);
+
+// The descriptors open in this process, from /proc/self/fd.
+std::vector<int> open_fds();
+
+// Processes whose parent is this process (zombies included), from /proc.
+std::vector<pid_t> child_pids();
+
+// True when `pid` no longer exists or is a zombie (it has stopped running).
+bool process_gone(pid_t pid);
+
+// Polls process_gone(pid) for up to `timeout_ms`.
+bool wait_process_gone(pid_t pid, int timeout_ms);
+
+}  // namespace kiln::testing
