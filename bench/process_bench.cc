@@ -66,6 +66,7 @@ int main(int argc, char** argv) {
   std::printf("process_bench: %d runs of %s\n", iterations, program.c_str());
   std::printf("  bare posix_spawn+waitpid  median %8.1f us\n", bare_median);
   std::printf("  kiln::run (timeout set)   median %8.1f us\n", kiln_median);
-  std::printf("  ratio kiln/bare = %.3f (goal <= 1.30: %s)\n", ratio, ratio <= 1.3 ? "met" : "NOT met");
+  std::printf("  ratio kiln/bare = %.3f (goal <= 1.30: %s)\n", ratio,
+              ratio <= 1.3 ? "met" : "NOT met");
   return 0;
 }

@@ -9,14 +9,17 @@ namespace {
 
 TEST(Error, ToolFailedKeepsTheSeedsFormat) {
   ToolFailed e("Linking error using ld.lld:", "undefined symbol: foo\n", "ld.lld a.o -o a.so");
-  EXPECT_STREQ(e.what(), "Linking error using ld.lld:\nundefined symbol: foo\n\nCommand line: ld.lld a.o -o a.so");
+  EXPECT_STREQ(
+      e.what(),
+      "Linking error using ld.lld:\nundefined symbol: foo\n\nCommand line: ld.lld a.o -o a.so");
   EXPECT_EQ(e.output(), "undefined symbol: foo\n");
   EXPECT_EQ(e.command_line(), "ld.lld a.o -o a.so");
 }
 
 TEST(Error, ToolFailedWithStatusPutsItBeforeTheCommandLine) {
   ToolFailed e("Compilation error:", "partial", "cc x.c", "killed by signal SIGSEGV");
-  EXPECT_STREQ(e.what(), "Compilation error:\npartial\nkilled by signal SIGSEGV\nCommand line: cc x.c");
+  EXPECT_STREQ(e.what(),
+               "Compilation error:\npartial\nkilled by signal SIGSEGV\nCommand line: cc x.c");
 }
 
 TEST(Error, SystemErrorNamesOperationAndErrno) {

@@ -31,7 +31,8 @@ bool lock_whole_file(int fd, const fs::path& path, bool wait) {
   fl.l_whence = SEEK_SET;
   fl.l_start = 0;
   fl.l_len = 0;  // to the end, however the file grows
-  int rc = internal::retry_eintr([&] { return ::fcntl(fd, wait ? F_OFD_SETLKW : F_OFD_SETLK, &fl); });
+  int rc =
+      internal::retry_eintr([&] { return ::fcntl(fd, wait ? F_OFD_SETLKW : F_OFD_SETLK, &fl); });
   if (rc == 0) return true;
   if (!wait && (errno == EAGAIN || errno == EACCES)) return false;
   throw SystemError(fmt::format("lock '{}'", path.string()), errno);
@@ -53,7 +54,8 @@ std::optional<FileLock> FileLock::try_lock(const fs::path& path) {
   return FileLock(path, fd.release());
 }
 
-std::optional<FileLock> FileLock::lock_for(const fs::path& path, std::chrono::milliseconds timeout) {
+std::optional<FileLock> FileLock::lock_for(const fs::path& path,
+                                           std::chrono::milliseconds timeout) {
   // The kernel has no timed wait for file locks; a poll with growing pauses (1 ms up to 50 ms)
   // keeps the added latency small without signals or alarms.
   internal::UniqueFd fd = open_lock_file(path);

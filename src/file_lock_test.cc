@@ -73,8 +73,8 @@ TEST(FileLock, FourProcessesIncrementACounterExactly) {
   std::vector<std::future<RunResult>> runs;
   for (int i = 0; i < 4; ++i) {
     runs.push_back(std::async(std::launch::async, [&] {
-      return run({.argv = testing::child_argv("lock-increment", {lock, counter, "500"}),
-                  .timeout = 120s});
+      return run(
+          {.argv = testing::child_argv("lock-increment", {lock, counter, "500"}), .timeout = 120s});
     }));
   }
   for (auto& r : runs) {

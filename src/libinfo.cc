@@ -53,7 +53,8 @@ void apply_tvm_overrides(std::map<std::string, std::string>& options) {
   for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
     std::string_view entry(*e);
     size_t eq = entry.find('=');
-    if (!entry.starts_with(kPrefix) || eq == std::string_view::npos || eq == kPrefix.size()) continue;
+    if (!entry.starts_with(kPrefix) || eq == std::string_view::npos || eq == kPrefix.size())
+      continue;
     options[std::string(entry.substr(4, eq - 4))] = std::string(entry.substr(eq + 1));
   }
 }
@@ -92,8 +93,11 @@ Description describe() {
                            KILN_CXX_COMPILER_PATH);
   utsname u{};
   if (::uname(&u) == 0) {
-    d.platform = {{"sysname", u.sysname}, {"nodename", u.nodename}, {"release", u.release},
-                  {"version", u.version}, {"machine", u.machine}};
+    d.platform = {{"sysname", u.sysname},
+                  {"nodename", u.nodename},
+                  {"release", u.release},
+                  {"version", u.version},
+                  {"machine", u.machine}};
   }
   d.options = libinfo();
   return d;
@@ -115,8 +119,10 @@ std::string describe_text(const Description& d) {
 }
 
 std::string describe_json(const Description& d) {
-  nlohmann::json j{{"version", d.version},   {"git_commit", d.git_commit},
-                   {"compiler", d.compiler}, {"platform", d.platform},
+  nlohmann::json j{{"version", d.version},
+                   {"git_commit", d.git_commit},
+                   {"compiler", d.compiler},
+                   {"platform", d.platform},
                    {"options", d.options}};
   return j.dump(2) + "\n";
 }

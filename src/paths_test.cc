@@ -49,7 +49,7 @@ TEST(Which, HeaderExample) {
 
 TEST(Which, SearchesPathInOrderAndSkipsNonExecutables) {
   TempDirectory a, b;
-  make_file(a / "kiln-tool", 0644);           // not executable: skipped
+  make_file(a / "kiln-tool", 0644);  // not executable: skipped
   make_file(b / "kiln-tool", 0755);
   fs::create_directory(a / "kiln-dir-tool");  // a directory: skipped
   ScopedPath path(a.path().string() + ":" + b.path().string());
@@ -71,12 +71,12 @@ TEST(IsSourcePath, SeedRules) {
   EXPECT_TRUE(is_source_path((dir / "no_extension").string())) << "an existing file";
   EXPECT_TRUE(is_source_path("kernel.cu"));
   EXPECT_TRUE(is_source_path("a.b.c"));
-  EXPECT_TRUE(is_source_path("trailing."));       // empty extension: nothing to strip
-  EXPECT_FALSE(is_source_path("Makefile"));       // no extension
+  EXPECT_TRUE(is_source_path("trailing."));  // empty extension: nothing to strip
+  EXPECT_FALSE(is_source_path("Makefile"));  // no extension
   EXPECT_FALSE(is_source_path("int main() { return 0; }\n"));
   EXPECT_FALSE(is_source_path("x.c\n"));
-  EXPECT_FALSE(is_source_path("x. c"));            // whitespace before the extension
-  EXPECT_FALSE(is_source_path("x.c "));            // whitespace after it
+  EXPECT_FALSE(is_source_path("x. c"));  // whitespace before the extension
+  EXPECT_FALSE(is_source_path("x.c "));  // whitespace after it
   EXPECT_FALSE(is_source_path("float f = 1.0; return f * 2.0 "));
   EXPECT_FALSE(is_source_path(""));
 }

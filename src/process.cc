@@ -122,7 +122,8 @@ void check_cwd(const std::filesystem::path& cwd) {
   if (cwd.empty()) return;
   struct stat st {};
   if (::stat(cwd.c_str(), &st) != 0) {
-    throw InvalidArgument(fmt::format("working directory '{}': {}", cwd.string(), std::strerror(errno)));
+    throw InvalidArgument(
+        fmt::format("working directory '{}': {}", cwd.string(), std::strerror(errno)));
   }
   if (!S_ISDIR(st.st_mode)) {
     throw InvalidArgument(fmt::format("working directory '{}' is not a directory", cwd.string()));
@@ -142,8 +143,8 @@ RunResult run(const RunOptions& options) {
   check_cwd(options.cwd);
   internal::SpawnSpec spec;
   spec.environment = internal::make_environment(options.env, options.replace_env);
-  spec.executable =
-      internal::resolve_executable(options.argv[0], internal::path_of(spec.environment), options.cwd);
+  spec.executable = internal::resolve_executable(options.argv[0],
+                                                 internal::path_of(spec.environment), options.cwd);
   spec.argv = options.argv;
   spec.cwd = options.cwd;
 
@@ -215,8 +216,7 @@ RunResult check(std::string_view label, const RunOptions& options) {
 
 std::string RunResult::status_text() const {
   if (timed_out) {
-    return fmt::format("timed out after {:.3g}s",
-                       std::chrono::duration<double>(duration).count());
+    return fmt::format("timed out after {:.3g}s", std::chrono::duration<double>(duration).count());
   }
   if (signal != 0) return fmt::format("killed by signal {}", signal_name(signal));
   return fmt::format("exit code {}", exit_code);
@@ -226,9 +226,10 @@ std::string format_command_line(const std::vector<std::string>& argv) {
   std::string line;
   for (const std::string& arg : argv) {
     if (!line.empty()) line += ' ';
-    bool plain = !arg.empty() && arg.find_first_not_of("abcdefghijklmnopqrstuvwxyz"
-                                                       "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
-                                                       "0123456789_-+=/.,:@%") == std::string::npos;
+    bool plain = !arg.empty() && arg.find_first_not_of(
+                                     "abcdefghijklmnopqrstuvwxyz"
+                                     "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                     "0123456789_-+=/.,:@%") == std::string::npos;
     if (plain) {
       line += arg;
       continue;

@@ -111,7 +111,8 @@ TEST(Process, EnvironmentOverlaySetsAndUnsets) {
   ::setenv("KILN_TEST_INHERITED", "from-parent", 1);
   RunResult inherited = run({.argv = child_argv("env", {"KILN_TEST_INHERITED"})});
   EXPECT_EQ(inherited.output, "from-parent");
-  RunResult set = run({.argv = child_argv("env", {"KILN_TEST_NEW"}), .env = {{"KILN_TEST_NEW", "v=1"}}});
+  RunResult set =
+      run({.argv = child_argv("env", {"KILN_TEST_NEW"}), .env = {{"KILN_TEST_NEW", "v=1"}}});
   EXPECT_EQ(set.output, "v=1");
   RunResult unset = run({.argv = child_argv("env", {"KILN_TEST_INHERITED"}),
                          .env = {{"KILN_TEST_INHERITED", std::nullopt}}});
@@ -125,7 +126,8 @@ TEST(Process, EnvironmentReplacementInheritsNothing) {
                      .env = {{"ONLY", "this"}},
                      .replace_env = true});
   EXPECT_EQ(r.output, "<unset>");
-  RunResult only = run({.argv = child_argv("env", {"ONLY"}), .env = {{"ONLY", "this"}}, .replace_env = true});
+  RunResult only =
+      run({.argv = child_argv("env", {"ONLY"}), .env = {{"ONLY", "this"}}, .replace_env = true});
   EXPECT_EQ(only.output, "this");
   ::unsetenv("KILN_TEST_INHERITED");
 }
@@ -194,7 +196,8 @@ TEST(Process, CheckReportsSignalAndTimeoutInTheMessage) {
     FAIL();
   } catch (const ToolFailed& e) {
     EXPECT_EQ(e.status(), "killed by signal SIGABRT");
-    EXPECT_NE(std::string(e.what()).find("killed by signal SIGABRT\nCommand line: "), std::string::npos);
+    EXPECT_NE(std::string(e.what()).find("killed by signal SIGABRT\nCommand line: "),
+              std::string::npos);
   }
   try {
     check("Tar error:", {.argv = child_argv("sleep", {"5000"}), .timeout = 100ms});
@@ -228,8 +231,7 @@ TEST(Process, ManyThreadsLeaveNoDescriptorsOrChildrenBehind) {
   for (int t = 0; t < 8; ++t) {
     threads.emplace_back([&failures, t] {
       for (int i = 0; i < 50; ++i) {
-        RunResult r = run({.argv = {"/bin/echo", std::to_string(t * 100 + i)},
-                           .timeout = 30s});
+        RunResult r = run({.argv = {"/bin/echo", std::to_string(t * 100 + i)}, .timeout = 30s});
         if (!r.ok() || r.output != std::to_string(t * 100 + i) + "\n") ++failures;
       }
     });

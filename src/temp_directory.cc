@@ -50,21 +50,25 @@ fs::path shared_debug_root() {
     throw SystemError(fmt::format("mkdir '{}'", root.string()), errno);
   }
   struct stat st {};
-  if (::lstat(root.c_str(), &st) != 0) throw SystemError(fmt::format("lstat '{}'", root.string()), errno);
+  if (::lstat(root.c_str(), &st) != 0)
+    throw SystemError(fmt::format("lstat '{}'", root.string()), errno);
   if (!S_ISDIR(st.st_mode)) {
-    throw Error(fmt::format("'{}' is not a directory (a symbolic link or a file is there): "
-                            "refusing to keep debug directories in it; remove it",
-                            root.string()));
+    throw Error(
+        fmt::format("'{}' is not a directory (a symbolic link or a file is there): "
+                    "refusing to keep debug directories in it; remove it",
+                    root.string()));
   }
   if (st.st_uid != ::geteuid()) {
-    throw Error(fmt::format("'{}' belongs to uid {}, not to this user (uid {}): another user "
-                            "could tamper with kept directories; remove it or set TMPDIR",
-                            root.string(), st.st_uid, ::geteuid()));
+    throw Error(
+        fmt::format("'{}' belongs to uid {}, not to this user (uid {}): another user "
+                    "could tamper with kept directories; remove it or set TMPDIR",
+                    root.string(), st.st_uid, ::geteuid()));
   }
   if ((st.st_mode & 0022) != 0) {
-    throw Error(fmt::format("'{}' is writable by other users (mode {:o}): refusing to keep "
-                            "debug directories in it; chmod 700 it",
-                            root.string(), st.st_mode & 07777));
+    throw Error(
+        fmt::format("'{}' is writable by other users (mode {:o}): refusing to keep "
+                    "debug directories in it; chmod 700 it",
+                    root.string(), st.st_mode & 07777));
   }
   return root;
 }
@@ -78,7 +82,8 @@ const fs::path& debug_parent(Registry& r) {
     char stamp[32];
     std::strftime(stamp, sizeof stamp, "%Y-%m-%dT%H-%M-%S", &local);
     std::string pattern = (shared_debug_root() / fmt::format("{}___XXXXXX", stamp)).string();
-    if (::mkdtemp(pattern.data()) == nullptr) throw SystemError(fmt::format("mkdtemp '{}'", pattern), errno);
+    if (::mkdtemp(pattern.data()) == nullptr)
+      throw SystemError(fmt::format("mkdtemp '{}'", pattern), errno);
     r.debug_parent = pattern;
   }
   return r.debug_parent;
@@ -93,11 +98,13 @@ fs::path make_directory(const TempDirectoryOptions& options, bool keep, Registry
   }
   if (keep) {
     fs::path dir = debug_parent(r) / fmt::format("{:05d}", g_debug_sequence.fetch_add(1));
-    if (::mkdir(dir.c_str(), 0700) != 0) throw SystemError(fmt::format("mkdir '{}'", dir.string()), errno);
+    if (::mkdir(dir.c_str(), 0700) != 0)
+      throw SystemError(fmt::format("mkdir '{}'", dir.string()), errno);
     return dir;
   }
   std::string pattern = (fs::temp_directory_path() / "kiln-XXXXXX").string();
-  if (::mkdtemp(pattern.data()) == nullptr) throw SystemError(fmt::format("mkdtemp '{}'", pattern), errno);
+  if (::mkdtemp(pattern.data()) == nullptr)
+    throw SystemError(fmt::format("mkdtemp '{}'", pattern), errno);
   return pattern;
 }
 
@@ -247,7 +254,8 @@ void cleanup_tempdirs_on_signals() {
         throw SystemError("sigaction", errno);
       }
       // A signal the host ignores (nohup, a shell's background job) stays ignored.
-      if (g_previous[i].sa_handler == SIG_IGN) ::sigaction(kCleanupSignals[i], &g_previous[i], nullptr);
+      if (g_previous[i].sa_handler == SIG_IGN)
+        ::sigaction(kCleanupSignals[i], &g_previous[i], nullptr);
     }
   });
 }

@@ -57,7 +57,8 @@ TEST(TempDirectory, MoveTransfersOwnership) {
   TempDirectory a;
   fs::path where = a.path();
   TempDirectory b = std::move(a);
-  EXPECT_TRUE(a.path().empty());  // NOLINT(bugprone-use-after-move): the moved-from state is specified
+  EXPECT_TRUE(
+      a.path().empty());  // NOLINT(bugprone-use-after-move): the moved-from state is specified
   EXPECT_EQ(b.path(), where);
   EXPECT_TRUE(fs::exists(where));
 }
@@ -81,7 +82,8 @@ void expect_debug_path(const TempDirectory& dir, const std::string& expected_bas
   std::string parent = dir.path().parent_path().filename().string();
   EXPECT_EQ(dir.path().parent_path().parent_path().filename().string(), "kiln-debug-mode-tempdirs");
   std::smatch m;
-  ASSERT_TRUE(std::regex_match(parent, m, std::regex(R"((\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2})___\w+)")))
+  ASSERT_TRUE(
+      std::regex_match(parent, m, std::regex(R"((\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2})___\w+)")))
       << parent;
   std::tm tm{};
   std::istringstream(m[1].str()) >> std::get_time(&tm, "%Y-%m-%dT%H-%M-%S");
@@ -116,9 +118,9 @@ TEST(TempDirectoryChild, DISABLED_SeedSequence) {
       auto no_keep = set_keep_for_debug(false);
       TempDirectory deleted = tempdir();  // this one is removed by the exit cleanup
       fs::path deleted_path = deleted.path();
-      remove_tempdirs();                   // simulate the at-exit hook
+      remove_tempdirs();  // simulate the at-exit hook
       EXPECT_FALSE(fs::exists(deleted_path));
-      remove_tempdirs();                   // calling it twice is a no-op
+      remove_tempdirs();  // calling it twice is a no-op
       EXPECT_THROW(tempdir(), DirectoryCreatedPastAtExit);
     }
     EXPECT_TRUE(keep_for_debug()) << "the inner switch restored the outer value";

@@ -40,7 +40,8 @@ TEST(Cli, DescribePrintsVersionPlatformAndOptions) {
 }
 
 TEST(Cli, DescribeJsonIsOneObjectWithTvmOverrides) {
-  kiln::RunResult r = kiln_cli({"describe", "--json"}, {{"TVM_USE_CUDA", "OFF"}, {"TVM_USE_NCCL", "ON"}});
+  kiln::RunResult r =
+      kiln_cli({"describe", "--json"}, {{"TVM_USE_CUDA", "OFF"}, {"TVM_USE_NCCL", "ON"}});
   ASSERT_EQ(r.exit_code, 0) << r.error_output;
   nlohmann::json j = nlohmann::json::parse(r.output);
   EXPECT_EQ(j.at("options").at("USE_CUDA"), "OFF");

@@ -8,7 +8,8 @@
 
 int main() {
   kiln::TempDirectory tmp;
-  kiln::RunResult r = kiln::run({.argv = {"/bin/echo", "consumer ok"}, .timeout = std::chrono::seconds(5)});
+  kiln::RunResult r =
+      kiln::run({.argv = {"/bin/echo", "consumer ok"}, .timeout = std::chrono::seconds(5)});
   std::ofstream(tmp / "out.txt") << r.output;
   std::cout << r.output << "kiln " << kiln::describe().version << " from " << tmp.listdir().front()
             << "\n";

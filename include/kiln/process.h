@@ -7,8 +7,8 @@
 // kiln::ToolFailed with the seed's message. A program that cannot be started at all throws
 // kiln::ToolNotFound or kiln::ToolNotExecutable.
 //
-//   kiln::RunResult r = kiln::run({.argv = {"gcc", "--version"}, .timeout = std::chrono::seconds(5)});
-//   if (r.ok()) std::cout << r.output;
+//   kiln::RunResult r = kiln::run({.argv = {"gcc", "--version"}, .timeout =
+//   std::chrono::seconds(5)}); if (r.ok()) std::cout << r.output;
 //
 //   // Throws kiln::ToolFailed("Compilation error:\n<output>\nCommand line: gcc -c bad.c").
 //   kiln::check("Compilation error:", {.argv = {"gcc", "-c", "bad.c"}});

@@ -10,7 +10,8 @@
 //   std::ofstream(tmp / "add.c") << "int add(int a, int b) { return a + b; }";
 //   {
 //     auto keep = kiln::set_keep_for_debug();     // directories made in this scope are kept
-//     kiln::TempDirectory debug;                   // .../kiln-debug-mode-tempdirs/<stamp>___x/00000
+//     kiln::TempDirectory debug;                   //
+//     .../kiln-debug-mode-tempdirs/<stamp>___x/00000
 //   }
 //
 // Thread-safety: creating, moving and removing directories from many threads at once is safe.

@@ -71,9 +71,8 @@ void configure(SpawnAttributes& sa, const SpawnSpec& spec) {
                      "posix_spawn_file_actions_adddup2");
   }
   if (!stdin_mapped) {
-    check_spawn_call(
-        posix_spawn_file_actions_addopen(sa.actions(), 0, "/dev/null", O_RDONLY, 0),
-        "posix_spawn_file_actions_addopen(/dev/null)");
+    check_spawn_call(posix_spawn_file_actions_addopen(sa.actions(), 0, "/dev/null", O_RDONLY, 0),
+                     "posix_spawn_file_actions_addopen(/dev/null)");
   }
   if (!spec.cwd.empty()) {
     check_spawn_call(posix_spawn_file_actions_addchdir_np(sa.actions(), spec.cwd.c_str()),
@@ -94,13 +93,14 @@ std::vector<char*> c_strings(const std::vector<std::string>& strings) {
   switch (error_number) {
     case ENOENT:
       throw ToolNotFound(program, fmt::format("cannot run '{}': no such file (or its interpreter "
-                                              "is missing)", program));
+                                              "is missing)",
+                                              program));
     case EACCES:
     case EPERM:
     case EISDIR:
     case ENOEXEC:
-      throw ToolNotExecutable(program,
-                              fmt::format("cannot run '{}': {}", program, std::strerror(error_number)));
+      throw ToolNotExecutable(
+          program, fmt::format("cannot run '{}': {}", program, std::strerror(error_number)));
     default:
       throw SystemError(fmt::format("posix_spawn('{}')", program), error_number);
   }
@@ -181,7 +181,8 @@ bool Child::wait_exit_until(std::optional<Clock::time_point> deadline) {
     if (deadline) {
       auto now = Clock::now();
       if (now >= *deadline) return false;
-      wait_ms = static_cast<int>(std::chrono::ceil<std::chrono::milliseconds>(*deadline - now).count());
+      wait_ms =
+          static_cast<int>(std::chrono::ceil<std::chrono::milliseconds>(*deadline - now).count());
     }
     if (pidfd_) {
       pollfd p{pidfd_.get(), POLLIN, 0};
@@ -253,7 +254,8 @@ std::filesystem::path resolve_executable(const std::string& name, const std::str
     if (e == ENOENT || e == ENOTDIR) {
       throw ToolNotFound(name, fmt::format("cannot run '{}': no such file", name));
     }
-    if (e == EISDIR) throw ToolNotExecutable(name, fmt::format("cannot run '{}': it is a directory", name));
+    if (e == EISDIR)
+      throw ToolNotExecutable(name, fmt::format("cannot run '{}': it is a directory", name));
     throw ToolNotExecutable(name,
                             fmt::format("cannot run '{}': it is not an executable file", name));
   }
@@ -275,7 +277,8 @@ std::filesystem::path resolve_executable(const std::string& name, const std::str
                                               "an executable file",
                                               name, refused->string()));
   }
-  throw ToolNotFound(name, fmt::format("cannot run '{}': not found in PATH={}", name, path_variable));
+  throw ToolNotFound(name,
+                     fmt::format("cannot run '{}': not found in PATH={}", name, path_variable));
 }
 
 std::vector<std::string> make_environment(

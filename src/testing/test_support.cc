@@ -4,6 +4,7 @@
 #include <spawn.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -14,7 +15,6 @@
 #include <string>
 #include <thread>
 #include <tuple>
-#include <algorithm>
 
 #include "kiln/file_lock.h"
 #include "kiln/temp_directory.h"
@@ -48,7 +48,8 @@ int spew(long bytes) {
   std::string err(64 * 1024, 'e');
   long left_out = bytes, left_err = bytes;
   while (left_out > 0 || left_err > 0) {
-    for (auto [fd, piece, left] : {std::tuple{1, &out, &left_out}, std::tuple{2, &err, &left_err}}) {
+    for (auto [fd, piece, left] :
+         {std::tuple{1, &out, &left_out}, std::tuple{2, &err, &left_err}}) {
       if (*left <= 0) continue;
       size_t n = static_cast<size_t>(std::min<long>(*left, static_cast<long>(piece->size())));
       size_t done = 0;

@@ -16,7 +16,8 @@ inline constexpr const char* kChildFlag = "--kiln-test-child";
 std::string self_exe();
 
 // argv that runs this binary as a child in `mode` with `args`.
-std::vector<std::string> child_argv(const std::string& mode, const std::vector<std::string>& args = {});
+std::vector<std::string> child_argv(const std::string& mode,
+                                    const std::vector<std::string>& args = {});
 
 // Runs the child behaviour named by argv[2]; returns its exit status. See test_child.cc.
 int run_child_mode(int argc, char** argv);

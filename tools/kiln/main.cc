@@ -11,8 +11,8 @@
 int main(int argc, char** argv) {
   namespace cli = kiln::cli;
   CLI::App app("kiln: toolchain support for machine-learning compilers", "kiln");
-  app.set_version_flag("--version", std::string("kiln ") + KILN_VERSION_STRING + " (git " +
-                                        KILN_GIT_COMMIT + ")");
+  app.set_version_flag(
+      "--version", std::string("kiln ") + KILN_VERSION_STRING + " (git " + KILN_GIT_COMMIT + ")");
   app.require_subcommand(1);
   int status = cli::kExitOk;
   cli::add_describe(app, &status);
