@@ -55,7 +55,7 @@ int main(int argc, char** argv) {
     bool ok = bare_spawn(program.c_str());
     auto t2 = Clock::now();
     if (!r.ok() || !ok) {
-      std::fprintf(stderr, "process_bench: the tiny program failed\n");
+      (void)std::fprintf(stderr, "process_bench: the tiny program failed\n");
       return 1;
     }
     kiln_us.push_back(micros(t1 - t0));

@@ -21,7 +21,7 @@ namespace {
 using internal::Clock;
 using internal::UniqueFd;
 
-constexpr size_t kReadChunk = 64 * 1024;
+constexpr size_t kReadChunk = size_t{64} * 1024;
 // After the group was killed, how long to wait for the pipes to reach EOF. Only a process that
 // left the group (setsid) can hold them open longer; its output is then cut off.
 constexpr std::chrono::milliseconds kDrainAfterKill{100};

@@ -144,7 +144,7 @@ TEST(Process, WorkingDirectory) {
 }
 
 TEST(Process, StdinPassthroughIncludingLargeInput) {
-  std::string input(3 * 1024 * 1024 + 17, 'x');
+  std::string input(size_t{3} * 1024 * 1024 + 17, 'x');
   input[5] = '\0';
   RunResult r = run({.argv = child_argv("echo-stdin"), .stdin_data = input});
   ASSERT_TRUE(r.ok());
@@ -155,7 +155,7 @@ TEST(Process, StdinPassthroughIncludingLargeInput) {
 
 TEST(Process, ChildThatIgnoresStdinDoesNotKillTheHost) {
   // The child exits without reading; writing the rest must give EPIPE, not SIGPIPE.
-  std::string input(8 * 1024 * 1024, 'y');
+  std::string input(size_t{8} * 1024 * 1024, 'y');
   RunResult r = run({.argv = child_argv("exit", {"0"}), .stdin_data = input});
   EXPECT_TRUE(r.ok());
 }

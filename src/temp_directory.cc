@@ -34,7 +34,8 @@ struct Registry {
 Registry& registry() {
   static Registry* r = [] {
     auto* created = new Registry;  // NOLINT(cppcoreguidelines-owning-memory): deliberately leaked
-    std::atexit(remove_tempdirs);
+    // Should registration fail, directories still go with their objects; only the sweep is lost.
+    (void)std::atexit(remove_tempdirs);
     return created;
   }();
   return *r;
@@ -80,7 +81,7 @@ const fs::path& debug_parent(Registry& r) {
     std::tm local{};
     localtime_r(&now, &local);
     char stamp[32];
-    std::strftime(stamp, sizeof stamp, "%Y-%m-%dT%H-%M-%S", &local);
+    if (std::strftime(stamp, sizeof stamp, "%Y-%m-%dT%H-%M-%S", &local) == 0) stamp[0] = '\0';
     std::string pattern = (shared_debug_root() / fmt::format("{}___XXXXXX", stamp)).string();
     if (::mkdtemp(pattern.data()) == nullptr)
       throw SystemError(fmt::format("mkdtemp '{}'", pattern), errno);

@@ -117,7 +117,7 @@ TEST(TempDirectoryChild, DISABLED_SeedSequence) {
     {
       auto no_keep = set_keep_for_debug(false);
       TempDirectory deleted = tempdir();  // this one is removed by the exit cleanup
-      fs::path deleted_path = deleted.path();
+      const fs::path& deleted_path = deleted.path();
       remove_tempdirs();  // simulate the at-exit hook
       EXPECT_FALSE(fs::exists(deleted_path));
       remove_tempdirs();  // calling it twice is a no-op

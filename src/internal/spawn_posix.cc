@@ -304,7 +304,12 @@ std::vector<std::string> make_environment(
   }
   std::vector<std::string> result;
   result.reserve(vars.size());
-  for (const auto& [name, value] : vars) result.push_back(name + "=" + value);
+  for (const auto& [name, value] : vars) {
+    std::string entry = name;
+    entry += '=';
+    entry += value;
+    result.push_back(std::move(entry));
+  }
   return result;
 }
 

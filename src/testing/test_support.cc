@@ -44,8 +44,8 @@ void say(const std::string& line) {
 int spew(long bytes) {
   // Alternate stdout and stderr in 64 KiB pieces: a parent that drains only one of them, or
   // both in turn with blocking reads, deadlocks here.
-  std::string out(64 * 1024, 'o');
-  std::string err(64 * 1024, 'e');
+  std::string out(size_t{64} * 1024, 'o');
+  std::string err(size_t{64} * 1024, 'e');
   long left_out = bytes, left_err = bytes;
   while (left_out > 0 || left_err > 0) {
     for (auto [fd, piece, left] :
@@ -78,7 +78,7 @@ int tree() {
 }
 
 int stubborn() {
-  ::signal(SIGTERM, SIG_IGN);
+  (void)::signal(SIGTERM, SIG_IGN);
   say("grandchild " + std::to_string(::getpid()));
   sleep_forever();
 }
@@ -127,8 +127,8 @@ int run_child_mode(int argc, char** argv) {
   auto arg = [&](size_t i) { return i < a.size() ? a[i] : std::string(); };
   if (mode == "exit") return std::atoi(arg(0).c_str());
   if (mode == "signal") {
-    ::signal(std::atoi(arg(0).c_str()), SIG_DFL);
-    ::raise(std::atoi(arg(0).c_str()));
+    (void)::signal(std::atoi(arg(0).c_str()), SIG_DFL);
+    (void)::raise(std::atoi(arg(0).c_str()));
     return 5;
   }
   if (mode == "echo-stdin") {
