@@ -110,6 +110,53 @@ struct Session {
   }
 };
 
+// The pipes of one run: made before the spawn and mapped onto the child's 0, 1 and 2 in `spec`;
+// after the spawn, the parent's ends become a Session.
+class ChildPipes {
+ public:
+  ChildPipes(const RunOptions& options, internal::SpawnSpec& spec) : out_(internal::make_pipe()) {
+    spec.fds.emplace_back(out_.write.get(), 1);
+    if (options.merge_stderr) {
+      spec.fds.emplace_back(out_.write.get(), 2);
+    } else {
+      err_ = internal::make_pipe();
+      spec.fds.emplace_back(err_->write.get(), 2);
+    }
+    if (options.stdin_data) {
+      in_ = internal::make_pipe();
+      spec.fds.emplace_back(in_->read.get(), 0);
+    }
+  }
+
+  // Closes the child's ends here (the child has its copies; closing ours is what lets EOF
+  // arrive) and returns the parent's ends, non-blocking, reading into `result`.
+  Session into_session(const RunOptions& options, RunResult& result) {
+    Session session;
+    out_.write.reset();
+    session.sinks[0] = {std::move(out_.read), &result.output};
+    session.sinks[1].text = &result.error_output;
+    if (err_) {
+      err_->write.reset();
+      session.sinks[1].fd = std::move(err_->read);
+    }
+    if (in_) {
+      in_->read.reset();
+      session.stdin_fd = std::move(in_->write);
+      session.stdin_data = &*options.stdin_data;
+    }
+    for (Sink& sink : session.sinks) {
+      if (sink.fd) internal::set_nonblocking(sink.fd.get());
+    }
+    if (session.stdin_fd) internal::set_nonblocking(session.stdin_fd.get());
+    return session;
+  }
+
+ private:
+  internal::Pipe out_;
+  std::optional<internal::Pipe> err_;
+  std::optional<internal::Pipe> in_;
+};
+
 void fill_status(RunResult& result, int wait_status) {
   if (WIFEXITED(wait_status)) {
     result.exit_code = WEXITSTATUS(wait_status);
@@ -148,40 +195,9 @@ RunResult run(const RunOptions& options) {
   spec.argv = options.argv;
   spec.cwd = options.cwd;
 
-  Session session;
-  internal::Pipe out = internal::make_pipe();
-  std::optional<internal::Pipe> err;
-  std::optional<internal::Pipe> in;
-  spec.fds.emplace_back(out.write.get(), 1);
-  if (options.merge_stderr) {
-    spec.fds.emplace_back(out.write.get(), 2);
-  } else {
-    err = internal::make_pipe();
-    spec.fds.emplace_back(err->write.get(), 2);
-  }
-  if (options.stdin_data) {
-    in = internal::make_pipe();
-    spec.fds.emplace_back(in->read.get(), 0);
-  }
-
+  ChildPipes pipes(options, spec);
   internal::Child child = internal::Child::spawn(spec);
-  // The child has its copies; closing ours is what lets EOF arrive.
-  out.write.reset();
-  session.sinks[0] = {std::move(out.read), &result.output};
-  session.sinks[1].text = &result.error_output;
-  if (err) {
-    err->write.reset();
-    session.sinks[1].fd = std::move(err->read);
-  }
-  if (in) {
-    in->read.reset();
-    session.stdin_fd = std::move(in->write);
-    session.stdin_data = &*options.stdin_data;
-  }
-  for (Sink& s : session.sinks) {
-    if (s.fd) internal::set_nonblocking(s.fd.get());
-  }
-  if (session.stdin_fd) internal::set_nonblocking(session.stdin_fd.get());
+  Session session = pipes.into_session(options, result);
 
   // Run until the child has exited and its pipes reached EOF, or the deadline.
   for (;;) {

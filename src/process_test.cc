@@ -143,6 +143,20 @@ TEST(Process, WorkingDirectory) {
   EXPECT_THROW(run({.argv = {"/bin/true"}, .cwd = dir / "missing"}), InvalidArgument);
 }
 
+TEST(Process, RelativeProgramIsFoundFromTheChildsWorkingDirectory) {
+  TempDirectory dir;
+  std::filesystem::copy_file("/bin/echo", dir / "tool");
+  ::chmod((dir / "tool").c_str(), 0755);
+  std::filesystem::path relative_dir = std::filesystem::relative(dir.path());
+  ASSERT_TRUE(relative_dir.is_relative());
+  for (const auto& cwd : {dir.path(), relative_dir}) {
+    RunResult r = run({.argv = {"./tool", "found"}, .cwd = cwd});
+    EXPECT_TRUE(r.ok()) << cwd;
+    EXPECT_EQ(r.output, "found\n");
+  }
+  EXPECT_THROW(run({.argv = {"./tool"}}), ToolNotFound) << "without cwd, ./tool is ours";
+}
+
 TEST(Process, StdinPassthroughIncludingLargeInput) {
   std::string input(size_t{3} * 1024 * 1024 + 17, 'x');
   input[5] = '\0';

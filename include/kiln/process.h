@@ -13,6 +13,8 @@
 //   // Throws kiln::ToolFailed("Compilation error:\n<output>\nCommand line: gcc -c bad.c").
 //   kiln::check("Compilation error:", {.argv = {"gcc", "-c", "bad.c"}});
 //
+// run() returns once the child has exited and its stdout/stderr reached end-of-file; a descendant
+// that keeps them open (a daemon the tool started) holds run() until it exits or the deadline.
 // Each child runs in its own process group. On timeout the whole group receives SIGTERM, then
 // SIGKILL after `kill_grace`, and the child is reaped: no zombie, no stray process in the group.
 // Every descriptor kiln opens is close-on-exec, and only the child's own pid is waited for, so
@@ -31,7 +33,8 @@ namespace kiln {
 
 struct RunOptions {
   // The program and its arguments. argv[0] is looked up in PATH unless it contains a '/'
-  // (PATH from `env` when it sets one, else kiln's own).
+  // (PATH from `env` when it sets one, else kiln's own); a relative argv[0] with a '/' is
+  // relative to `cwd`, as exec after chdir would see it.
   std::vector<std::string> argv{};
   // Working directory of the child; empty means kiln's own.
   std::filesystem::path cwd{};

@@ -87,8 +87,9 @@ class Child {
   UniqueFd pidfd_;
 };
 
-// Finds the program `name` would run: a name with a '/' is taken as it is (relative to `cwd`
-// when given), anything else is searched in `path_variable` like execvp does. Throws
+// Finds the program `name` would run, as an absolute path: a name with a '/' is taken as it is
+// (relative to `cwd` when given, as exec after chdir would), anything else is searched in
+// `path_variable` like execvp does (relative entries, too, against `cwd`). Throws
 // ToolNotFound when nothing is there and ToolNotExecutable for a directory or a file without
 // execute permission; both messages name the program and where it was looked for.
 std::filesystem::path resolve_executable(const std::string& name, const std::string& path_variable,

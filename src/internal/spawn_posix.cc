@@ -250,7 +250,7 @@ std::filesystem::path resolve_executable(const std::string& name, const std::str
     fs::path p = name;
     if (p.is_relative() && !cwd.empty()) p = cwd / p;
     int e = check_candidate(p);
-    if (e == 0) return p;
+    if (e == 0) return fs::absolute(p);
     if (e == ENOENT || e == ENOTDIR) {
       throw ToolNotFound(name, fmt::format("cannot run '{}': no such file", name));
     }
@@ -268,7 +268,7 @@ std::filesystem::path resolve_executable(const std::string& name, const std::str
     fs::path p = fs::path(dir.empty() ? "." : dir) / name;
     if (p.is_relative() && !cwd.empty()) p = cwd / p;
     int e = check_candidate(p);
-    if (e == 0) return p;
+    if (e == 0) return fs::absolute(p);
     if ((e == EACCES || e == EISDIR) && !refused) refused = p;
     begin = end + 1;
   }
