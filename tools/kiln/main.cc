@@ -16,26 +16,21 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   int status = cli::kExitOk;
   cli::add_describe(app, &status);
+  auto fail = [](const std::exception& e, int exit_status) {
+    std::cerr << "kiln: error: " << e.what() << "\n";
+    return exit_status;
+  };
   try {
     app.parse(argc, argv);
-  } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::CallForAllHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::CallForVersion& e) {
+  } catch (const CLI::Success& e) {  // --help, --help-all, --version
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
     std::cerr << "kiln: error: " << e.what() << "\nRun 'kiln --help' for usage.\n";
     return cli::kExitUsage;
   } catch (const kiln::InvalidArgument& e) {
-    std::cerr << "kiln: error: " << e.what() << "\n";
-    return cli::kExitUsage;
-  } catch (const kiln::Error& e) {
-    std::cerr << "kiln: error: " << e.what() << "\n";
-    return cli::kExitFailed;
-  } catch (const std::exception& e) {
-    std::cerr << "kiln: error: " << e.what() << "\n";
-    return cli::kExitFailed;
+    return fail(e, cli::kExitUsage);
+  } catch (const std::exception& e) {  // kiln::Error and anything unexpected
+    return fail(e, cli::kExitFailed);
   }
   return status;
 }
