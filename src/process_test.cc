@@ -1,5 +1,6 @@
 #include "kiln/process.h"
 
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -13,6 +14,7 @@
 #include <gtest/gtest.h>
 
 #include "kiln/error.h"
+#include "kiln/file_lock.h"
 #include "kiln/temp_directory.h"
 #include "testing/test_support.h"
 
@@ -62,6 +64,23 @@ TEST(Process, DrainsLargeOutputOnBothStreamsWithoutDeadlock) {
   ASSERT_EQ(r.error_output.size(), static_cast<size_t>(kSize));
   EXPECT_EQ(r.output.find_first_not_of('o'), std::string::npos);
   EXPECT_EQ(r.error_output.find_first_not_of('e'), std::string::npos);
+}
+
+TEST(Process, ChildInheritsNoDescriptorBeyondStdio) {
+  TempDirectory dir;
+  FileLock lock(dir / "held.lock");  // kiln's own descriptors, open while the child starts
+  RunResult r = run({.argv = child_argv("fds"), .stdin_data = "x", .merge_stderr = false});
+  ASSERT_TRUE(r.ok()) << r.error_output;
+  EXPECT_EQ(r.output, "") << "descriptors leaked into the child";
+}
+
+TEST(Process, ChildDoesNotInheritTheHostsInheritableDescriptors) {
+  int leaky = ::open("/dev/null", O_RDONLY);  // deliberately without O_CLOEXEC
+  ASSERT_GE(leaky, 3);
+  RunResult r = run({.argv = child_argv("fds")});
+  ::close(leaky);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r.output, "");
 }
 
 TEST(Process, MergedStderrGoesToOutput) {

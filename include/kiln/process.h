@@ -17,8 +17,9 @@
 // that keeps them open (a daemon the tool started) holds run() until it exits or the deadline.
 // Each child runs in its own process group. On timeout the whole group receives SIGTERM, then
 // SIGKILL after `kill_grace`, and the child is reaped: no zombie, no stray process in the group.
-// Every descriptor kiln opens is close-on-exec, and only the child's own pid is waited for, so
-// run() is safe to call from many threads at once.
+// Every descriptor kiln opens is close-on-exec, the child receives no descriptor but its stdin,
+// stdout and stderr (not even ones the host left inheritable), and only the child's own pid is
+// waited for, so run() is safe to call from many threads at once.
 #pragma once
 
 #include <chrono>

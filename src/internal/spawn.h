@@ -30,8 +30,8 @@ struct SpawnSpec {
   // The child's whole environment, "NAME=value" each.
   std::vector<std::string> environment;
   // {parent fd, child fd}: each parent descriptor is duplicated onto that number in the child.
-  // Child fd 0 defaults to /dev/null when not mapped. Every other descriptor is closed in the
-  // child because kiln opens all of them close-on-exec.
+  // Child fd 0 defaults to /dev/null when not mapped. Every descriptor above the highest mapped
+  // one (and above 2) is closed in the child, close-on-exec or not.
   std::vector<std::pair<int, int>> fds;
   // Put the child in a new process group of its own (pgid == pid).
   bool new_process_group = true;

@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <thread>
@@ -74,6 +75,13 @@ void configure(SpawnAttributes& sa, const SpawnSpec& spec) {
     check_spawn_call(posix_spawn_file_actions_addopen(sa.actions(), 0, "/dev/null", O_RDONLY, 0),
                      "posix_spawn_file_actions_addopen(/dev/null)");
   }
+  // Descriptors the host opened without close-on-exec (its own or a library's) must not reach
+  // the child either: it gets exactly the ones mapped for it.
+  int lowest_unmapped = 3;
+  for (auto [parent_fd, child_fd] : spec.fds)
+    lowest_unmapped = std::max(lowest_unmapped, child_fd + 1);
+  check_spawn_call(posix_spawn_file_actions_addclosefrom_np(sa.actions(), lowest_unmapped),
+                   "posix_spawn_file_actions_addclosefrom_np");
   if (!spec.cwd.empty()) {
     check_spawn_call(posix_spawn_file_actions_addchdir_np(sa.actions(), spec.cwd.c_str()),
                      "posix_spawn_file_actions_addchdir_np");

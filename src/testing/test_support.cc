@@ -1,5 +1,6 @@
 #include "testing/test_support.h"
 
+#include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
 #include <unistd.h>
@@ -152,6 +153,12 @@ int run_child_mode(int argc, char** argv) {
   }
   if (mode == "sleep") {
     std::this_thread::sleep_for(std::chrono::milliseconds(std::atol(arg(0).c_str())));
+    return 0;
+  }
+  if (mode == "fds") {  // the descriptors above stdio this process inherited
+    for (int fd = 3; fd < 1024; ++fd) {
+      if (::fcntl(fd, F_GETFD) != -1) std::cout << fd << " ";
+    }
     return 0;
   }
   if (mode == "tree") return tree();
