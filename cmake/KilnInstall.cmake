@@ -22,9 +22,9 @@ install(FILES ${PROJECT_BINARY_DIR}/kilnConfig.cmake ${PROJECT_BINARY_DIR}/kilnC
 # A static libkiln needs its dependencies on the consumer's link line; a shared one does not.
 if(BUILD_SHARED_LIBS)
   set(KILN_PC_REQUIRES "")
-  set(KILN_PC_REQUIRES_PRIVATE "fmt")
+  set(KILN_PC_REQUIRES_PRIVATE "fmt libarchive")
 else()
-  set(KILN_PC_REQUIRES "fmt")
+  set(KILN_PC_REQUIRES "fmt libarchive")
   set(KILN_PC_REQUIRES_PRIVATE "")
 endif()
 # The .pc file finds the prefix relative to itself, so a staged or moved install works too.

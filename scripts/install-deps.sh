@@ -8,7 +8,7 @@ packages=(
   clang lld clang-format clang-tidy
   libfmt-dev libcli11-dev nlohmann-json3-dev libarchive-dev libxxhash-dev
   googletest libgtest-dev libbenchmark-dev
-  ccache
+  ccache distcc
 )
 
 missing=()

@@ -13,6 +13,7 @@ void add_describe(CLI::App& app, int* status) {
       "describe", "Print kiln's version, build, platform and what it can drive on this machine");
   sub->add_flag("--json", *json, "Print one JSON object instead of text");
   sub->callback([json, status] {
+    require_no_passthrough("describe");
     Description d = describe();
     std::cout << (*json ? describe_json(d) : describe_text(d)) << std::flush;
     *status = kExitOk;

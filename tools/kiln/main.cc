@@ -16,11 +16,15 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   int status = cli::kExitOk;
   cli::add_describe(app, &status);
+  cli::add_tar(app, &status);
+  cli::add_cc(app, &status);
+  cli::add_clang(app, &status);
   auto fail = [](const std::exception& e, int exit_status) {
     std::cerr << "kiln: error: " << e.what() << "\n";
     return exit_status;
   };
   try {
+    cli::split_passthrough(argc, argv);
     app.parse(argc, argv);
   } catch (const CLI::Success& e) {  // --help, --help-all, --version
     return app.exit(e);

@@ -1,0 +1,152 @@
+// Host and cross C/C++ toolchains, as tvm.support.cc: shared libraries, executables, objects,
+// static libraries, symbol maps, target triples, and cross compilers.
+//
+//   kiln::cc::create_shared("libadd.so", {"add.c"}, {.options = {"-O2"}});
+//   kiln::cc::create_object("add.o", {"add.c"}, {.launcher = kiln::Launcher::ccache()});
+//   kiln::cc::create_staticlib("libadd.a", {"add.o", "more_objects.tar"});
+//   auto symbols = kiln::cc::get_global_symbol_section_map("libadd.so");  // {"add": "T"}
+//
+//   kiln::cc::CompileFunction arm = kiln::cc::cross_compiler("aarch64-linux-gnu-gcc", {.options =
+//   {"-O2"}}); arm("libadd.so", {"add.o"});   // arm.output_format() == "so";
+//   arm.get_target_triple() -> aarch64-...
+//
+// Commands follow the seed: `cc [-shared -fPIC | -c] -o OUTPUT OBJECTS... OPTIONS...`, run from
+// an argument vector (with the launcher's prefix and environment when one is given). A failing
+// compiler throws kiln::ToolFailed("Compilation error:\n<output>\nCommand line: <command>"); a
+// missing one kiln::ToolNotFound. When `cwd` is given, inputs and outputs inside it are passed
+// relative to it, so that the same compile from two temp directories is the same command line
+// (and a ccache hit).
+#pragma once
+
+#include <chrono>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "kiln/launcher.h"
+#include "kiln/process.h"
+
+namespace kiln::cc {
+
+// The host compiler: $CXX, else $CC, else the first of g++, gcc, clang++, clang, c++, cc on PATH;
+// std::nullopt when there is none.
+std::optional<std::string> get_cc();
+
+struct Options {
+  // Appended after the inputs.
+  std::vector<std::string> options{};
+  // The compiler; empty means get_cc() (and kiln::ToolNotFound when there is none).
+  std::string cc{};
+  // Working directory of the compiler; empty means kiln's own.
+  std::filesystem::path cwd{};
+  // ccache, sccache, distcc or icecc in front of the compiler.
+  std::optional<Launcher> launcher{};
+  // Deadline for the compiler; a compiler past it is killed and reported as a ToolFailed.
+  std::optional<std::chrono::milliseconds> timeout{};
+};
+
+// `cc -shared -fPIC -o output objects... options...` (`-shared` only when cc is nvcc).
+RunResult create_shared(const std::filesystem::path& output,
+                        const std::vector<std::filesystem::path>& objects,
+                        const Options& options = {});
+
+// As the seed: `cc -o output objects... options...`, except that an output ending in .so or
+// .dylib is linked -shared -fPIC and one ending in .obj is compiled with -c. A failure says
+// which of these modes was chosen and why.
+RunResult create_executable(const std::filesystem::path& output,
+                            const std::vector<std::filesystem::path>& objects,
+                            const Options& options = {});
+
+// `cc -c -o output sources... options...`: one object file.
+RunResult create_object(const std::filesystem::path& output,
+                        const std::vector<std::filesystem::path>& sources,
+                        const Options& options = {});
+
+struct StaticOptions {
+  // The archiver; empty means "ar".
+  std::string ar{};
+  std::optional<std::chrono::milliseconds> timeout{};
+};
+
+// `ar -crs` of the inputs into a temporary lib<name>, then moved to `output`; inputs ending in
+// .tar are unpacked first and replaced by their files. Throws ToolFailed("AR error: ...").
+RunResult create_staticlib(const std::filesystem::path& output,
+                           const std::vector<std::filesystem::path>& inputs,
+                           const StaticOptions& options = {});
+
+// Global defined symbols of a library or object -> their section letter, from the seed's
+// `nm -gU` (spelled `nm -g --defined-only`, which GNU nm and llvm-nm both read so): each
+// output line of exactly three fields maps its third to its second. Throws FileNotFound for a
+// missing file and ToolFailed("Runtime error: ...") when nm fails. `nm` empty means "nm".
+std::map<std::string, std::string> get_global_symbol_section_map(const std::filesystem::path& path,
+                                                                 const std::string& nm = {});
+
+// Returns the target triple of a compiler, or std::nullopt when it cannot tell.
+using TripleGetter = std::function<std::optional<std::string>()>;
+
+// A getter that runs `compiler [target options] -dumpmachine` and returns its trimmed output, or
+// std::nullopt when that fails. `target_options` are the options that change the target
+// (--target=..., -target X, -m32, ...); others may be passed and are ignored.
+TripleGetter get_target_by_dump_machine(std::string compiler,
+                                        std::vector<std::string> target_options = {});
+
+// A compile function as export_library takes it: (output, objects, options) -> the compiler's
+// RunResult, carrying the library's output format ("so", "a", "tar", ...) and, when known, a
+// way to get the target triple.
+class CompileFunction {
+ public:
+  using Fn = std::function<RunResult(const std::filesystem::path& output,
+                                     const std::vector<std::filesystem::path>& objects,
+                                     const std::vector<std::string>& options)>;
+
+  CompileFunction(Fn fn, std::string output_format, TripleGetter get_target_triple = {});
+
+  RunResult operator()(const std::filesystem::path& output,
+                       const std::vector<std::filesystem::path>& objects,
+                       const std::vector<std::string>& options = {}) const;
+  const std::string& output_format() const noexcept { return output_format_; }
+  bool has_target_triple() const noexcept { return static_cast<bool>(get_target_triple_); }
+  // The target triple, or std::nullopt when unknown.
+  std::optional<std::string> get_target_triple() const;
+  const TripleGetter& target_triple_getter() const noexcept { return get_target_triple_; }
+
+ private:
+  Fn fn_;
+  std::string output_format_;
+  TripleGetter get_target_triple_;
+};
+
+// create_shared as a CompileFunction with `base` options: output format "so", target triple from
+// `<cc> -dumpmachine`.
+CompileFunction shared_compiler(Options base = {});
+
+struct CrossOptions {
+  // Put before the options of each call. Never accumulated across calls.
+  std::vector<std::string> options{};
+  // Empty: the base's format, else "so".
+  std::string output_format{};
+  // Empty: the base's getter.
+  TripleGetter get_target_triple{};
+  // Appended to the objects of every call.
+  std::vector<std::filesystem::path> add_files{};
+  // Before linking, compare the ELF machine of each input with the target triple's and refuse
+  // a mismatch (kiln::InvalidArgument naming the object, its machine and the expected one).
+  bool check_elf_machine = true;
+};
+
+// Specializes `base` with options and extra files, as the seed's cross_compiler.
+CompileFunction cross_compiler(const CompileFunction& base, const CrossOptions& cross = {});
+
+// A cross compiler from a compiler name: create_shared with that cc, the target triple from
+// `<compiler> [its --target options] -dumpmachine`. `launcher` goes in front of it.
+CompileFunction cross_compiler(const std::string& compiler, const CrossOptions& cross = {},
+                               std::optional<Launcher> launcher = std::nullopt);
+
+// Refuses inputs built for another machine than `triple` (see CrossOptions::check_elf_machine).
+void check_elf_machines(const std::vector<std::filesystem::path>& inputs,
+                        const std::string& triple);
+
+}  // namespace kiln::cc

@@ -1,0 +1,54 @@
+// Tar archives, in-process through libarchive (no `tar` binary needed), as tvm.support.tar.
+//
+//   kiln::tar("objects.tar", {"build/a.o", "build/b.o"});       // members "a.o", "b.o" (gzip)
+//   kiln::untar("objects.tar", "unpacked/");                      // gzip or plain
+//   kiln::TempDirectory tmp;
+//   std::vector<std::filesystem::path> objects =
+//       kiln::normalize_file_list_by_unpacking_tars(tmp, {"x.o", "objects.tar"});
+//   // -> {"x.o", "<tmp>/temp0/a.o", "<tmp>/temp0/b.o"}
+//
+// Extraction is safe against hostile archives: absolute paths, ".." components, symbolic or hard
+// links that lead outside the target directory, device nodes, FIFOs and setuid/setgid bits are
+// refused with an error naming the member, and nothing is ever written outside the target.
+// Errors: kiln::FileNotFound for a missing input, kiln::Error ("Tar error: ...", naming the
+// archive and the member) for a bad or hostile archive, kiln::InvalidArgument for two inputs
+// with the same base name ("duplicate file name X").
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace kiln {
+
+class TempDirectory;
+
+// Writes a gzip-compressed tar at `output` whose members are the base names of `files`, in the
+// order given, with their bytes, permission bits (rwx only: setuid, setgid and sticky bits are
+// dropped) and modification times; owners are not recorded. Each input must be a regular file
+// (or a symbolic link to one). The archive is written to a temporary name beside `output` and
+// renamed, so a failure leaves no partial archive and an existing `output` untouched.
+void tar(const std::filesystem::path& output, const std::vector<std::filesystem::path>& files);
+
+// The output format of tar(), for code that treats it like a compile function.
+inline constexpr const char* kTarOutputFormat = "tar";
+
+// Extracts every member of `archive` (plain, or compressed with gzip, bzip2, xz or zstd) into
+// `directory`, which is created if missing, restoring permission bits and modification times.
+// Regular files, directories, and links that stay inside `directory` are extracted; anything
+// else is refused (see above) before it is written, and extraction stops at the first refusal
+// (members before it stay extracted). A symbolic link may climb with leading ".." components no
+// higher than `directory` and then only descend ("../lib64/libfoo.so" is fine, "a/../.." is not);
+// symbolic links already in `directory` before the call are trusted when judging a new one.
+// Thread-safety: libarchive's disk writer briefly sets the process umask to 0 and back for every
+// member, so a file another thread creates at that instant may get a wider mode than intended.
+void untar(const std::filesystem::path& archive, const std::filesystem::path& directory);
+
+// Replaces every path ending in ".tar" by the regular files it contains (symbolic links are not
+// listed), extracted into <temp>/temp0, <temp>/temp1, ... (one per archive, in order); other
+// paths pass through in place. The files of one archive are listed sorted, so the result is
+// deterministic.
+std::vector<std::filesystem::path> normalize_file_list_by_unpacking_tars(
+    const TempDirectory& temp, const std::vector<std::filesystem::path>& files);
+
+}  // namespace kiln

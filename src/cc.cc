@@ -1,0 +1,323 @@
+#include "kiln/cc.h"
+
+#include <cstdlib>
+#include <memory>
+#include <mutex>
+#include <sstream>
+#include <utility>
+
+#include <fmt/format.h>
+
+#include "kiln/elf.h"
+#include "kiln/error.h"
+#include "kiln/paths.h"
+#include "kiln/tar.h"
+#include "kiln/temp_directory.h"
+
+namespace kiln::cc {
+namespace fs = std::filesystem;
+namespace {
+
+enum class Mode { shared, executable, object };
+
+std::string resolve_cc(const Options& options) {
+  if (!options.cc.empty()) return options.cc;
+  if (std::optional<std::string> cc = get_cc()) return *cc;
+  throw ToolNotFound("cc",
+                     "no C/C++ compiler found: set CXX or CC, or install one of g++, gcc, "
+                     "clang++, clang, c++, cc on PATH");
+}
+
+// A path as the compiler, running in `cwd`, should see it. Relative paths are relative to cwd
+// (the seed's meaning); an absolute path inside cwd becomes relative, so that the same compile
+// in two temp directories is the same command line.
+std::string as_argument(const fs::path& path, const fs::path& cwd) {
+  if (cwd.empty() || path.is_relative()) return path.string();
+  fs::path relative =
+      path.lexically_normal().lexically_relative(fs::absolute(cwd).lexically_normal());
+  if (relative.empty() || *relative.begin() == "..") return path.string();
+  return relative.string();
+}
+
+std::vector<std::string> mode_flags(Mode mode, const std::string& cc) {
+  bool nvcc = fs::path(cc).filename() == "nvcc";
+  switch (mode) {
+    case Mode::shared:
+      if (nvcc) return {"-shared"};
+#ifdef __APPLE__
+      return {"-shared", "-fPIC", "-undefined", "dynamic_lookup"};
+#else
+      return {"-shared", "-fPIC"};
+#endif
+    case Mode::object:
+      return {"-c"};
+    case Mode::executable:
+      break;
+  }
+  return {};
+}
+
+RunResult compile(Mode mode, const fs::path& output, const std::vector<fs::path>& inputs,
+                  const Options& options, std::string_view mode_note = {}) {
+  std::string cc = resolve_cc(options);
+  std::vector<std::string> argv{cc};
+  for (std::string& flag : mode_flags(mode, cc)) argv.push_back(std::move(flag));
+  argv.push_back("-o");
+  argv.push_back(as_argument(output, options.cwd));
+  for (const fs::path& input : inputs) argv.push_back(as_argument(input, options.cwd));
+  argv.insert(argv.end(), options.options.begin(), options.options.end());
+  RunOptions run_options{.argv = options.launcher ? options.launcher->wrap(argv) : argv,
+                         .cwd = options.cwd,
+                         .env = options.launcher ? options.launcher->env : Launcher::Environment{},
+                         .timeout = options.timeout};
+  try {
+    return check("Compilation error:", run_options);
+  } catch (const ToolFailed& e) {
+    if (mode_note.empty()) throw;
+    std::string output_text = e.output();
+    if (!output_text.empty() && !output_text.ends_with('\n')) output_text += '\n';
+    throw ToolFailed(e.label(), output_text + std::string(mode_note), e.command_line(), e.status());
+  }
+}
+
+bool ends_with(const fs::path& path, std::string_view suffix) {
+  return path.string().ends_with(suffix);
+}
+
+// Moves `from` to `to` so that `to` appears whole or not at all, across file systems too.
+void move_into_place(const fs::path& from, const fs::path& to) {
+  std::error_code ec;
+  fs::rename(from, to, ec);
+  if (!ec) return;
+  if (ec != std::errc::cross_device_link) {
+    throw SystemError(fmt::format("rename '{}' to '{}'", from.string(), to.string()), ec.value());
+  }
+  fs::path staging = to;
+  staging += ".kiln-tmp";
+  fs::copy_file(from, staging, fs::copy_options::overwrite_existing);
+  fs::rename(staging, to);
+}
+
+// Options that change a compiler's target, kept for `-dumpmachine`.
+std::vector<std::string> target_options_of(const std::vector<std::string>& options) {
+  std::vector<std::string> kept;
+  for (size_t i = 0; i < options.size(); ++i) {
+    const std::string& o = options[i];
+    if (o.starts_with("--target=") || o == "-m32" || o == "-m64" || o == "-mx32" ||
+        o.starts_with("--gcc-toolchain=")) {
+      kept.push_back(o);
+    } else if ((o == "-target" || o == "--target") && i + 1 < options.size()) {
+      kept.push_back(o);
+      kept.push_back(options[++i]);
+    }
+  }
+  return kept;
+}
+
+// Runs `getter` once, on first use, from whichever thread asks first.
+TripleGetter memoize(TripleGetter getter) {
+  if (!getter) return getter;
+  struct Memo {
+    std::once_flag once;
+    std::optional<std::string> value;
+  };
+  auto memo = std::make_shared<Memo>();
+  return [memo, getter = std::move(getter)] {
+    std::call_once(memo->once, [&] { memo->value = getter(); });
+    return memo->value;
+  };
+}
+
+std::optional<std::string> find_on_path(std::string_view name) {
+  const char* path = std::getenv("PATH");
+  std::string_view dirs = path != nullptr ? path : "";
+  for (size_t begin = 0; begin <= dirs.size();) {
+    size_t end = std::min(dirs.find(':', begin), dirs.size());
+    fs::path candidate = fs::path(dirs.substr(begin, end - begin)) / name;
+    if (!candidate.parent_path().empty() && which(candidate.string())) return candidate.string();
+    begin = end + 1;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<std::string> get_cc() {
+  for (const char* variable : {"CXX", "CC"}) {
+    const char* value = std::getenv(variable);
+    if (value != nullptr && *value != '\0') return std::string(value);
+  }
+  for (std::string_view name : {"g++", "gcc", "clang++", "clang", "c++", "cc"}) {
+    if (std::optional<std::string> found = find_on_path(name)) return found;
+  }
+  return std::nullopt;
+}
+
+RunResult create_shared(const fs::path& output, const std::vector<fs::path>& objects,
+                        const Options& options) {
+  return compile(Mode::shared, output, objects, options);
+}
+
+RunResult create_executable(const fs::path& output, const std::vector<fs::path>& objects,
+                            const Options& options) {
+  if (ends_with(output, ".so") || ends_with(output, ".dylib")) {
+    return compile(Mode::shared, output, objects, options,
+                   fmt::format("kiln: linked '{}' as a shared library because its name ends in "
+                               ".so or .dylib",
+                               output.string()));
+  }
+  if (ends_with(output, ".obj")) {
+    return compile(
+        Mode::object, output, objects, options,
+        fmt::format("kiln: compiled '{}' with -c because its name ends in .obj", output.string()));
+  }
+  return compile(Mode::executable, output, objects, options,
+                 fmt::format("kiln: linked '{}' as an executable because its name does not end in "
+                             ".so, .dylib or .obj; for a library use create_shared or a .so name",
+                             output.string()));
+}
+
+RunResult create_object(const fs::path& output, const std::vector<fs::path>& sources,
+                        const Options& options) {
+  return compile(Mode::object, output, sources, options);
+}
+
+RunResult create_staticlib(const fs::path& output, const std::vector<fs::path>& inputs,
+                           const StaticOptions& options) {
+  TempDirectory temp;
+  std::string libname = output.filename().string();
+  if (!libname.starts_with("lib")) libname = "lib" + libname;
+  fs::path temp_output = temp / libname;
+  std::vector<std::string> argv{options.ar.empty() ? "ar" : options.ar, "-crs",
+                                temp_output.string()};
+  for (const fs::path& object : normalize_file_list_by_unpacking_tars(temp, inputs)) {
+    argv.push_back(object.string());
+  }
+  RunResult result = check("AR error:", {.argv = argv, .timeout = options.timeout});
+  move_into_place(temp_output, output);
+  return result;
+}
+
+std::map<std::string, std::string> get_global_symbol_section_map(const fs::path& path,
+                                                                 const std::string& nm) {
+  std::error_code ec;
+  if (!fs::is_regular_file(path, ec)) {
+    throw FileNotFound(fmt::format("{} does not exist", path.string()));
+  }
+  RunResult result =
+      // The seed's `nm -gU`: on GNU binutils >= 2.39 -U takes an argument (--unicode), so
+      // "defined only" is spelled the long way, which GNU nm and llvm-nm both accept.
+      check("Runtime error:",
+            {.argv = {nm.empty() ? "nm" : nm, "-g", "--defined-only", path.string()},
+             .merge_stderr = false});
+  std::map<std::string, std::string> symbols;
+  std::istringstream lines(result.output);
+  for (std::string line; std::getline(lines, line);) {
+    std::istringstream fields(line);
+    std::vector<std::string> f;
+    for (std::string field; fields >> field;) f.push_back(field);
+    if (f.size() == 3) symbols[f[2]] = f[1];
+  }
+  return symbols;
+}
+
+TripleGetter get_target_by_dump_machine(std::string compiler,
+                                        std::vector<std::string> target_options) {
+  std::vector<std::string> argv{std::move(compiler)};
+  for (std::string& o : target_options_of(target_options)) argv.push_back(std::move(o));
+  argv.push_back("-dumpmachine");
+  return [argv = std::move(argv)]() -> std::optional<std::string> {
+    try {
+      RunResult r = run({.argv = argv, .merge_stderr = false, .timeout = std::chrono::seconds(60)});
+      std::string triple = r.output;
+      while (!triple.empty() && std::isspace(static_cast<unsigned char>(triple.back())))
+        triple.pop_back();
+      if (!r.ok() || triple.empty()) return std::nullopt;
+      return triple;
+    } catch (const CannotRunTool&) {
+      return std::nullopt;  // "cannot tell" is this getter's answer for a missing compiler
+    }
+  };
+}
+
+CompileFunction::CompileFunction(Fn fn, std::string output_format, TripleGetter get_target_triple)
+    : fn_(std::move(fn)),
+      output_format_(std::move(output_format)),
+      get_target_triple_(std::move(get_target_triple)) {}
+
+RunResult CompileFunction::operator()(const fs::path& output, const std::vector<fs::path>& objects,
+                                      const std::vector<std::string>& options) const {
+  return fn_(output, objects, options);
+}
+
+std::optional<std::string> CompileFunction::get_target_triple() const {
+  if (!get_target_triple_) return std::nullopt;
+  return get_target_triple_();
+}
+
+CompileFunction shared_compiler(Options base) {
+  std::string cc = !base.cc.empty() ? base.cc : get_cc().value_or("");
+  TripleGetter getter =
+      cc.empty() ? TripleGetter{} : memoize(get_target_by_dump_machine(cc, base.options));
+  return CompileFunction(
+      [base = std::move(base)](const fs::path& output, const std::vector<fs::path>& objects,
+                               const std::vector<std::string>& options) {
+        Options call = base;
+        call.options.insert(call.options.end(), options.begin(), options.end());
+        return create_shared(output, objects, call);
+      },
+      "so", std::move(getter));
+}
+
+CompileFunction cross_compiler(const CompileFunction& base, const CrossOptions& cross) {
+  std::string format = !cross.output_format.empty()    ? cross.output_format
+                       : !base.output_format().empty() ? base.output_format()
+                                                       : "so";
+  TripleGetter getter =
+      cross.get_target_triple ? memoize(cross.get_target_triple) : base.target_triple_getter();
+  return CompileFunction(
+      [base, cross, getter](const fs::path& output, const std::vector<fs::path>& objects,
+                            const std::vector<std::string>& options) {
+        // Fresh vectors on every call: the seed's `all_options = base_options; all_options +=
+        // options` grew base_options each time.
+        std::vector<fs::path> all_objects = objects;
+        all_objects.insert(all_objects.end(), cross.add_files.begin(), cross.add_files.end());
+        std::vector<std::string> all_options = cross.options;
+        all_options.insert(all_options.end(), options.begin(), options.end());
+        if (cross.check_elf_machine && getter) {
+          if (std::optional<std::string> triple = getter())
+            check_elf_machines(all_objects, *triple);
+        }
+        return base(output, all_objects, all_options);
+      },
+      format, getter);
+}
+
+CompileFunction cross_compiler(const std::string& compiler, const CrossOptions& cross,
+                               std::optional<Launcher> launcher) {
+  CrossOptions with_getter = cross;
+  if (!with_getter.get_target_triple) {
+    with_getter.get_target_triple = get_target_by_dump_machine(compiler, cross.options);
+  }
+  return cross_compiler(shared_compiler({.cc = compiler, .launcher = std::move(launcher)}),
+                        with_getter);
+}
+
+void check_elf_machines(const std::vector<fs::path>& inputs, const std::string& triple) {
+  std::optional<ElfMachine> expected = elf_machine_for_triple(triple);
+  if (!expected) return;
+  for (const fs::path& input : inputs) {
+    std::error_code ec;
+    if (!fs::is_regular_file(input, ec)) continue;  // the compiler reports a missing input
+    std::optional<ElfMachine> machine = read_elf_machine(input);
+    if (machine && *machine != *expected) {
+      throw InvalidArgument(fmt::format(
+          "'{}' is built for {} (ELF machine {}), but the compiler targets {} ({}, ELF machine "
+          "{}); rebuild it with the cross compiler",
+          input.string(), elf_machine_name(*machine), *machine, triple, elf_machine_name(*expected),
+          *expected));
+    }
+  }
+}
+
+}  // namespace kiln::cc

@@ -1,0 +1,75 @@
+#include "kiln/clang.h"
+
+#include <fstream>
+#include <sstream>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "kiln/error.h"
+#include "kiln/paths.h"
+#include "kiln/process.h"
+#include "kiln/temp_directory.h"
+#include "kiln_build_info.h"
+
+namespace kiln::clang {
+namespace fs = std::filesystem;
+namespace {
+
+std::optional<int> built_with_llvm_major() {
+  std::string_view id = KILN_CXX_COMPILER_ID;
+  if (id != "Clang") return std::nullopt;
+  return std::stoi(std::string(KILN_CXX_COMPILER_VERSION));
+}
+
+std::string read_file(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw FileNotFound(fmt::format("cannot read '{}'", path.string()));
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+}  // namespace
+
+std::vector<std::string> find_clang(const FindOptions& options) {
+  std::vector<std::string> candidates;
+  if (std::optional<int> major =
+          options.llvm_major ? options.llvm_major : built_with_llvm_major()) {
+    candidates.push_back(fmt::format("clang-{}.0", *major));
+    candidates.push_back(fmt::format("clang-{}", *major));
+  }
+  candidates.insert(candidates.end(), {"clang", "clang.exe"});
+  std::vector<std::string> found;
+  for (const std::string& name : candidates) {
+    if (std::optional<fs::path> path = which(name)) found.push_back(path->string());
+  }
+  if (found.empty() && options.required) {
+    throw ToolNotFound(
+        "clang", fmt::format("cannot find any of the following: {}", fmt::join(candidates, ", ")));
+  }
+  return found;
+}
+
+std::string create_llvm(const std::vector<std::string>& inputs, const LlvmOptions& options) {
+  std::string cc = !options.cc.empty() ? options.cc : find_clang().front();
+  TempDirectory temp;
+  fs::path output = !options.output.empty() ? options.output : temp / "output.ll";
+  std::vector<std::string> argv{cc, "-S", "-emit-llvm"};
+  argv.insert(argv.end(), options.options.begin(), options.options.end());
+  argv.push_back("-o");
+  argv.push_back(output.string());
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (is_source_path(inputs[i])) {
+      argv.push_back(inputs[i]);
+      continue;
+    }
+    fs::path source = temp / fmt::format("input{}.cc", i);
+    std::ofstream(source, std::ios::binary) << inputs[i];
+    argv.push_back(source.string());
+  }
+  check("Compilation error:", {.argv = argv});
+  return read_file(output);
+}
+
+}  // namespace kiln::clang
