@@ -222,7 +222,7 @@ std::map<std::string, std::string> get_global_symbol_section_map(const fs::path&
 }
 
 TripleGetter get_target_by_dump_machine(std::string compiler,
-                                        std::vector<std::string> target_options) {
+                                        const std::vector<std::string>& target_options) {
   std::vector<std::string> argv{std::move(compiler)};
   for (std::string& o : target_options_of(target_options)) argv.push_back(std::move(o));
   argv.push_back("-dumpmachine");

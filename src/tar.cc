@@ -177,6 +177,8 @@ Writer open_gzip_writer(int fd, const fs::path& output) {
   Writer writer(archive_write_new());
   if (!writer) throw Error("Tar error: libarchive could not allocate a writer");
   if (archive_write_add_filter_gzip(writer.get()) != ARCHIVE_OK ||
+      archive_write_set_filter_option(writer.get(), "gzip", "compression-level", "1") !=
+          ARCHIVE_OK ||
       archive_write_set_format_pax_restricted(writer.get()) != ARCHIVE_OK ||
       archive_write_open_fd(writer.get(), fd) != ARCHIVE_OK) {
     throw_write_error(writer.get(), output);

@@ -91,7 +91,7 @@ using TripleGetter = std::function<std::optional<std::string>()>;
 // std::nullopt when that fails. `target_options` are the options that change the target
 // (--target=..., -target X, -m32, ...); others may be passed and are ignored.
 TripleGetter get_target_by_dump_machine(std::string compiler,
-                                        std::vector<std::string> target_options = {});
+                                        const std::vector<std::string>& target_options = {});
 
 // A compile function as export_library takes it: (output, objects, options) -> the compiler's
 // RunResult, carrying the library's output format ("so", "a", "tar", ...) and, when known, a
