@@ -13,6 +13,7 @@
 #include "kiln/paths.h"
 #include "kiln/tar.h"
 #include "kiln/temp_directory.h"
+#include "testing/test_support.h"
 
 namespace kiln::cc {
 namespace {
@@ -40,15 +41,6 @@ int main(void) { printf("%d\n", add(2, 3)); return 0; }
 fs::path write(const fs::path& path, std::string_view text) {
   std::ofstream(path) << text;
   return path;
-}
-
-size_t count(const std::string& haystack, const std::string& needle) {
-  size_t n = 0;
-  for (size_t at = haystack.find(needle); at != std::string::npos;
-       at = haystack.find(needle, at + 1)) {
-    ++n;
-  }
-  return n;
 }
 
 // Every real compiler the machine has: gcc, g++ and clang.
@@ -225,9 +217,10 @@ TEST(Cc, CrossCompilerDoesNotAccumulateOptions) {
   CompileFunction f = cross_compiler("gcc", {.options = {"-DKILN_BASE_OPTION=1"}});
   for (int i = 0; i < 3; ++i) {
     RunResult r = f(tmp / ("lib" + std::to_string(i) + ".so"), {source}, {"-DKILN_CALL_OPTION=1"});
-    EXPECT_EQ(count(r.command_line, "-DKILN_BASE_OPTION=1"), 1u)
+    EXPECT_EQ(testing::count_occurrences(r.command_line, "-DKILN_BASE_OPTION=1"), 1u)
         << "call " << i << ": " << r.command_line;
-    EXPECT_EQ(count(r.command_line, "-DKILN_CALL_OPTION=1"), 1u) << r.command_line;
+    EXPECT_EQ(testing::count_occurrences(r.command_line, "-DKILN_CALL_OPTION=1"), 1u)
+        << r.command_line;
     EXPECT_LT(r.command_line.find("-DKILN_BASE_OPTION"), r.command_line.find("-DKILN_CALL_OPTION"));
   }
 }

@@ -27,22 +27,6 @@ namespace {
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 
-std::string read_text(const fs::path& path) {
-  std::ifstream in(path);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-size_t count(const std::string& haystack, const std::string& needle) {
-  size_t n = 0;
-  for (size_t at = haystack.find(needle); at != std::string::npos;
-       at = haystack.find(needle, at + 1)) {
-    ++n;
-  }
-  return n;
-}
-
 TEST(Launcher, NamedAndWrap) {
   if (!which("ccache")) GTEST_SKIP() << "ccache is not installed (scripts/install-deps.sh)";
   Launcher l = Launcher::named("ccache", {{"CCACHE_DIR", "/tmp/x"}});
@@ -87,9 +71,10 @@ TEST(Launcher, CcacheHitsAcrossTempDirectories) {
     EXPECT_NE(r.command_line.find("ccache gcc -c -o add.o add.c"), std::string::npos)
         << r.command_line;
   }
-  std::string text = read_text(log);
-  EXPECT_EQ(count(text, "Result: cache_miss"), 1u) << text;
-  EXPECT_EQ(count(text, "Result: direct_cache_hit") + count(text, "Result: preprocessed_cache_hit"),
+  std::string text = testing::read_file(log);
+  EXPECT_EQ(testing::count_occurrences(text, "Result: cache_miss"), 1u) << text;
+  EXPECT_EQ(testing::count_occurrences(text, "Result: direct_cache_hit") +
+                testing::count_occurrences(text, "Result: preprocessed_cache_hit"),
             1u)
       << text;
 }
@@ -144,7 +129,7 @@ TEST(Launcher, DistccCompilesThroughALoopbackDaemon) {
   while (!accepts_connections(port) && std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(10ms);
   }
-  ASSERT_TRUE(accepts_connections(port)) << "distccd did not start: " << read_text(log);
+  ASSERT_TRUE(accepts_connections(port)) << "distccd did not start: " << testing::read_file(log);
 
   fs::create_directory(state / "client");
   Launcher distcc = Launcher::distcc({{"DISTCC_HOSTS", "127.0.0.1:" + std::to_string(port)},
@@ -168,7 +153,8 @@ TEST(Launcher, DistccCompilesThroughALoopbackDaemon) {
   EXPECT_FALSE(daemon_result.timed_out) << "distccd did not stop on SIGTERM";
   EXPECT_EQ(error, "");
   EXPECT_TRUE(fs::exists(work / "add.o"));
-  EXPECT_NE(read_text(log).find("COMPILE_OK"), std::string::npos) << read_text(log);
+  EXPECT_NE(testing::read_file(log).find("COMPILE_OK"), std::string::npos)
+      << testing::read_file(log);
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "cli_support.h"
 #include "kiln/elf.h"
 #include "kiln/paths.h"
 #include "kiln/process.h"
@@ -16,10 +17,7 @@ namespace {
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 
-kiln::RunResult kiln_cli(std::vector<std::string> args) {
-  args.insert(args.begin(), KILN_BINARY);
-  return kiln::run({.argv = args, .merge_stderr = false, .timeout = 120s});
-}
+using kiln::testing::kiln_cli;
 
 class CcCli : public ::testing::Test {
  protected:

@@ -2,17 +2,14 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "cli_support.h"
 #include "kiln/process.h"
 
 namespace {
 
 using namespace std::chrono_literals;
 
-kiln::RunResult kiln_cli(std::vector<std::string> args,
-                         std::map<std::string, std::optional<std::string>> env = {}) {
-  args.insert(args.begin(), KILN_BINARY);
-  return kiln::run({.argv = args, .env = std::move(env), .merge_stderr = false, .timeout = 60s});
-}
+using kiln::testing::kiln_cli;
 
 TEST(Cli, VersionNamesVersionAndCommit) {
   kiln::RunResult r = kiln_cli({"--version"});

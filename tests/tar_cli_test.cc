@@ -7,25 +7,17 @@
 
 #include <gtest/gtest.h>
 
+#include "cli_support.h"
 #include "kiln/process.h"
 #include "kiln/temp_directory.h"
+#include "testing/test_support.h"
 
 namespace {
 
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 
-kiln::RunResult kiln_cli(std::vector<std::string> args) {
-  args.insert(args.begin(), KILN_BINARY);
-  return kiln::run({.argv = args, .merge_stderr = false, .timeout = 60s});
-}
-
-std::string read_file(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
+using kiln::testing::kiln_cli;
 
 // A gzip tar with one member named "../escape".
 void write_escaping_archive(const fs::path& path) {
@@ -61,8 +53,8 @@ TEST_F(TarCli, CreateThenExtractRoundTrips) {
   EXPECT_EQ(create.output, "");
   kiln::RunResult extract = kiln_cli({"tar", "extract", path("objs.tar"), "-C", path("out")});
   ASSERT_EQ(extract.exit_code, 0) << extract.error_output;
-  EXPECT_EQ(read_file(tmp_ / "out" / "a.o"), "object a");
-  EXPECT_EQ(read_file(tmp_ / "out" / "b.o"), "object b") << "members are base names";
+  EXPECT_EQ(kiln::testing::read_file(tmp_ / "out" / "a.o"), "object a");
+  EXPECT_EQ(kiln::testing::read_file(tmp_ / "out" / "b.o"), "object b") << "members are base names";
 }
 
 TEST_F(TarCli, HostileArchiveExitsOneNamingTheMember) {

@@ -197,6 +197,22 @@ std::vector<pid_t> child_pids() {
   return children;
 }
 
+std::string read_file(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+size_t count_occurrences(const std::string& haystack, const std::string& needle) {
+  size_t n = 0;
+  for (size_t at = haystack.find(needle); at != std::string::npos;
+       at = haystack.find(needle, at + 1)) {
+    ++n;
+  }
+  return n;
+}
+
 bool process_gone(pid_t pid) {
   std::ifstream status("/proc/" + std::to_string(pid) + "/status");
   if (!status) return true;

@@ -4,6 +4,7 @@
 
 #include <sys/types.h>
 
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -27,6 +28,12 @@ std::vector<int> open_fds();
 
 // Processes whose parent is this process (zombies included), from /proc.
 std::vector<pid_t> child_pids();
+
+// The whole content of a file ("" when it cannot be read).
+std::string read_file(const std::filesystem::path& path);
+
+// How many times `needle` occurs in `haystack` (overlapping occurrences counted).
+size_t count_occurrences(const std::string& haystack, const std::string& needle);
 
 // True when `pid` no longer exists or is a zombie (it has stopped running).
 bool process_gone(pid_t pid);
