@@ -4,12 +4,15 @@
 #include <archive_entry.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <sys/types.h>
 
 #include <chrono>
+#include <cstdint>
 #include <fstream>
 #include <map>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <fmt/format.h>
@@ -320,6 +323,110 @@ TEST(Untar, LeavesNoDescriptorOpen) {
   EXPECT_EQ(testing::open_fds(), before);
 }
 
+TEST(Untar, LeavesNoDescriptorOpenWithNestedMembersOrARefusal) {
+  TempDirectory tmp;
+  write_archive(tmp / "nested.tar", {directory("d/"), file("d/e/f", "f"), file("d/g", "g"),
+                                     hardlink("h", "d/e/f"), symlink("d/l", "g")});
+  write_archive(tmp / "bad.tar", {file("d/e/ok", "ok"), symlink("up", "../x")});
+  std::vector<int> before = testing::open_fds();
+  untar(tmp / "nested.tar", tmp / "out");
+  EXPECT_THROW(untar(tmp / "bad.tar", tmp / "out"), Error);
+  EXPECT_EQ(testing::open_fds(), before);
+  EXPECT_EQ(read_file(tmp / "out" / "h"), "f");
+  EXPECT_EQ(read_file(tmp / "out" / "d" / "e" / "ok"), "ok");
+}
+
+TEST(Untar, MakesMissingParentDirectories) {
+  TempDirectory tmp;
+  write_archive(tmp / "deep.tar", {file("a/b/c.txt", "c"), file("a/b/d.txt", "d"),
+                                   file("a/e/f.txt", "f"), file("top.txt", "t")});
+  untar(tmp / "deep.tar", tmp / "out");
+  EXPECT_EQ(read_file(tmp / "out" / "a" / "b" / "c.txt"), "c");
+  EXPECT_EQ(read_file(tmp / "out" / "a" / "b" / "d.txt"), "d");
+  EXPECT_EQ(read_file(tmp / "out" / "a" / "e" / "f.txt"), "f");
+  EXPECT_EQ(read_file(tmp / "out" / "top.txt"), "t");
+  EXPECT_TRUE(fs::is_directory(fs::symlink_status(tmp / "out" / "a" / "b")));
+}
+
+int64_t mtime_of(const fs::path& path) {
+  struct stat st {};
+  EXPECT_EQ(::lstat(path.c_str(), &st), 0) << path;
+  return st.st_mtim.tv_sec;
+}
+
+TEST(Untar, RestoresModesAndTimesOfFilesDirectoriesAndLinks) {
+  TempDirectory tmp;
+  Member locked = directory("locked/");
+  locked.perm = 0500;  // no write permission: its contents must be written before it is set
+  write_archive(tmp / "t.tar", {locked, file("locked/f", "f", 0640), directory("open/"),
+                                symlink("open/l", "../locked/f")});
+  untar(tmp / "t.tar", tmp / "out");
+  EXPECT_EQ(read_file(tmp / "out" / "locked" / "f"), "f");
+  EXPECT_EQ(mode_of(tmp / "out" / "locked"), 0500u);
+  EXPECT_EQ(mode_of(tmp / "out" / "locked" / "f"), 0640u);
+  EXPECT_EQ(mode_of(tmp / "out" / "open"), 0755u);
+  for (const char* path : {"locked", "locked/f", "open", "open/l"}) {
+    EXPECT_EQ(mtime_of(tmp / "out" / path), 1700000000) << path;  // add_member's mtime
+  }
+  fs::permissions(tmp / "out" / "locked", fs::perms(0700));  // so TempDirectory can remove it
+}
+
+TEST(Untar, ExactModesFromManyThreadsAtOnceWhateverTheUmask) {
+  TempDirectory tmp;
+  Member tools = directory("tools/");
+  tools.perm = 0750;
+  write_archive(tmp / "t.tar", {tools, file("tools/run", "#!/bin/sh\n", 0750),
+                                file("tools/data", "data", 0644), file("lib/x.o", "x", 0644)});
+  constexpr int kThreads = 8;
+  mode_t saved = ::umask(077);
+  std::vector<std::string> errors(kThreads);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kThreads; ++i) {
+    threads.emplace_back([&, i] {
+      try {
+        for (int round = 0; round < 20; ++round) {
+          untar(tmp / "t.tar", tmp / fmt::format("out{}", i) / fmt::format("r{}", round));
+        }
+      } catch (const Error& e) {
+        errors[i] = e.what();
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  EXPECT_EQ(::umask(saved), 077u) << "untar changed the process umask";
+  for (int i = 0; i < kThreads; ++i) {
+    EXPECT_EQ(errors[i], "") << "thread " << i;
+    for (int round = 0; round < 20; ++round) {
+      fs::path out = tmp / fmt::format("out{}", i) / fmt::format("r{}", round);
+      EXPECT_EQ(read_file(out / "tools" / "run"), "#!/bin/sh\n");
+      EXPECT_EQ(mode_of(out / "tools"), 0750u) << out;
+      EXPECT_EQ(mode_of(out / "tools" / "run"), 0750u) << out;
+      EXPECT_EQ(mode_of(out / "tools" / "data"), 0644u) << out;
+      EXPECT_EQ(mode_of(out / "lib" / "x.o"), 0644u) << out;
+      EXPECT_EQ(mode_of(out / "lib"), 0700u) << out << ": not in the archive, 0777 less the umask";
+    }
+  }
+}
+
+TEST(Untar, ALaterMemberReplacesAnEarlierOneOfTheSameName) {
+  TempDirectory tmp;
+  write_archive(tmp / "t.tar",
+                {file("x", "first"), file("x", "second"), symlink("l", "x"), file("l", "plain"),
+                 directory("d/"), file("d", "was a dir"), directory("e/"), symlink("e", "x")});
+  write_file(tmp / "out" / "old", "before");
+  write_archive(tmp / "u.tar", {file("old", "after", 0600)});
+  untar(tmp / "t.tar", tmp / "out");
+  untar(tmp / "u.tar", tmp / "out");
+  EXPECT_EQ(read_file(tmp / "out" / "x"), "second");
+  EXPECT_FALSE(fs::is_symlink(tmp / "out" / "l"));
+  EXPECT_EQ(read_file(tmp / "out" / "l"), "plain");
+  EXPECT_EQ(read_file(tmp / "out" / "x"), "second") << "written through the link 'l'";
+  EXPECT_EQ(read_file(tmp / "out" / "d"), "was a dir");
+  EXPECT_EQ(fs::read_symlink(tmp / "out" / "e"), "x");
+  EXPECT_EQ(read_file(tmp / "out" / "old"), "after");
+  EXPECT_EQ(mode_of(tmp / "out" / "old"), 0600u);
+}
+
 TEST(NormalizeFileList, UnpacksEachTarIntoItsOwnTempDirectorySorted) {
   TempDirectory tmp;
   write_archive(tmp / "one.tar", {file("b.o", "b"), file("a.o", "a"), directory("sub/"),
@@ -450,6 +557,26 @@ TEST_F(HostileArchive, SetuidAndSetgidAreRefusedEvenForRoot) {
   expect_refused({{.name = "dir/", .type = AE_IFDIR, .perm = 02775}}, "dir/", "setgid");
   EXPECT_FALSE(fs::exists(out_ / "suid"));
   EXPECT_FALSE(fs::exists(out_ / "sgid"));
+}
+
+TEST_F(HostileArchive, AFileReplacesASymlinkAlreadyThereInsteadOfWritingThroughIt) {
+  fs::create_directories(out_);
+  fs::create_symlink("../outside/secret", out_ / "secret");
+  std::map<std::string, std::string> before = snapshot(sandbox_.path(), out_);
+  write_archive(sandbox_ / "t.tar", {file("secret", "pwned")});
+  untar(sandbox_ / "t.tar", out_);
+  EXPECT_FALSE(fs::is_symlink(out_ / "secret"));
+  EXPECT_EQ(read_file(out_ / "secret"), "pwned");
+  EXPECT_EQ(read_file(outside_ / "secret"), "keep me");
+  fs::remove(sandbox_ / "t.tar");
+  EXPECT_EQ(snapshot(sandbox_.path(), out_), before);
+}
+
+TEST_F(HostileArchive, HardLinkThroughASymlinkIsRefused) {
+  fs::create_directories(out_);
+  fs::create_symlink("../outside", out_ / "up");
+  expect_refused({hardlink("s", "up/secret")}, "s", "symbolic link");
+  EXPECT_FALSE(fs::exists(out_ / "s"));
 }
 
 TEST_F(HostileArchive, TenThousandEmptyMembersAreLegal) {

@@ -8,8 +8,11 @@
 //   // -> {"x.o", "<tmp>/temp0/a.o", "<tmp>/temp0/b.o"}
 //
 // Extraction is safe against hostile archives: absolute paths, ".." components, symbolic or hard
-// links that lead outside the target directory, device nodes, FIFOs and setuid/setgid bits are
-// refused with an error naming the member, and nothing is ever written outside the target.
+// links that lead outside the target directory, paths through a symbolic link, device nodes,
+// FIFOs and setuid/setgid bits are refused with an error naming the member, and nothing is ever
+// written outside the target: every path is resolved by the kernel beneath the target directory
+// (openat2 with RESOLVE_BENEATH and RESOLVE_NO_SYMLINKS), so even a link an earlier member or
+// another process left there cannot lead out. untar() therefore needs Linux 5.6 or later.
 // Errors: kiln::FileNotFound for a missing input, kiln::Error ("Tar error: ...", naming the
 // archive and the member) for a bad or hostile archive, kiln::InvalidArgument for two inputs
 // with the same base name ("duplicate file name X").
@@ -28,20 +31,26 @@ class TempDirectory;
 // dropped) and modification times; owners are not recorded. Each input must be a regular file
 // (or a symbolic link to one). The archive is written to a temporary name beside `output` and
 // renamed, so a failure leaves no partial archive and an existing `output` untouched.
+// Compression is gzip level 1: the archives are intermediate build bundles, where speed matters
+// more than the last few percent of size.
 void tar(const std::filesystem::path& output, const std::vector<std::filesystem::path>& files);
 
 // The output format of tar(), for code that treats it like a compile function.
 inline constexpr const char* kTarOutputFormat = "tar";
 
 // Extracts every member of `archive` (plain, or compressed with gzip, bzip2, xz or zstd) into
-// `directory`, which is created if missing, restoring permission bits and modification times.
-// Regular files, directories, and links that stay inside `directory` are extracted; anything
-// else is refused (see above) before it is written, and extraction stops at the first refusal
-// (members before it stay extracted). A symbolic link may climb with leading ".." components no
-// higher than `directory` and then only descend ("../lib64/libfoo.so" is fine, "a/../.." is not);
-// symbolic links already in `directory` before the call are trusted when judging a new one.
-// Thread-safety: libarchive's disk writer briefly sets the process umask to 0 and back for every
-// member, so a file another thread creates at that instant may get a wider mode than intended.
+// `directory`, which is created if missing, restoring modification times and exactly the
+// members' rwx permission bits, whatever the umask (directories get theirs once their contents
+// are written). Regular files, directories, and links that stay inside `directory` are
+// extracted; anything else is refused (see above) before it is written, and extraction stops at
+// the first refusal (members before it stay extracted). Missing parent directories are made
+// (mode 0777 less the umask). A member replaces a file, symbolic link or empty directory of the
+// same name already there (the link itself, never what it points to). A symbolic link may climb
+// with leading ".." components no higher than `directory` and then only descend
+// ("../lib64/libfoo.so" is fine, "a/../.." is not); symbolic links already in `directory` before
+// the call are trusted when judging a new one, but no member is ever written through one.
+// Thread-safety: untar() changes no process-wide state (neither the umask nor the working
+// directory), so many threads may extract at once, into different directories.
 void untar(const std::filesystem::path& archive, const std::filesystem::path& directory);
 
 // Replaces every path ending in ".tar" by the regular files it contains (symbolic links are not
