@@ -6,7 +6,11 @@
 // The files are what kiln bundles in practice: object files, compiled here by gcc from generated
 // C of varying length. Every repetition extracts into fresh directories, all removed only at the
 // end: removing them between repetitions makes ext4 scan recently freed inodes on every file
-// creation, a cost both sides would pay that is not theirs.
+// creation, a cost both sides would pay that is not theirs. For the same reason a run started
+// right after another (whose cleanup just freed thousands of inodes) measures mostly the disk:
+// on this project's VMs extraction then costs 60-120 us per file for tar and kiln alike, and the
+// extract ratio falls to ~1.5x. `TMPDIR=/dev/shm build/release/bench/tar_bench` measures the
+// tools alone.
 //
 //   build/release/bench/tar_bench [repetitions]
 #include <cstdio>
