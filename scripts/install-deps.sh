@@ -5,7 +5,7 @@ set -euo pipefail
 
 packages=(
   build-essential cmake ninja-build pkg-config git
-  clang lld clang-format clang-tidy
+  clang lld clang-format clang-tidy libclang-rt-14-dev
   libfmt-dev libcli11-dev nlohmann-json3-dev libarchive-dev libxxhash-dev
   googletest libgtest-dev libbenchmark-dev
   ccache distcc
