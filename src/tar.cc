@@ -30,10 +30,7 @@ namespace kiln {
 namespace fs = std::filesystem;
 namespace {
 
-using internal::archive_error;
-using internal::open_input;
 using internal::UniqueFd;
-constexpr size_t kBlock = internal::kArchiveBlock;
 
 struct WriteDeleter {
   void operator()(archive* a) const noexcept { archive_write_free(a); }
@@ -106,13 +103,14 @@ class TempOutput {
 };
 
 [[noreturn]] void throw_write_error(archive* writer, const fs::path& output) {
-  throw Error(fmt::format("Tar error: writing '{}': {}", output.string(), archive_error(writer)));
+  throw Error(
+      fmt::format("Tar error: writing '{}': {}", output.string(), internal::archive_error(writer)));
 }
 
 // Streams exactly `size` bytes of `fd` into the current member.
 void copy_file_data(archive* writer, int fd, off_t size, const fs::path& file,
                     const fs::path& output) {
-  std::string buffer(kBlock, '\0');
+  std::string buffer(internal::kArchiveBlock, '\0');
   off_t left = size;
   while (left > 0) {
     size_t want = static_cast<size_t>(std::min<off_t>(left, static_cast<off_t>(buffer.size())));
@@ -129,7 +127,7 @@ void copy_file_data(archive* writer, int fd, off_t size, const fs::path& file,
 // Adds `file` as the regular-file member `name`: its bytes, rwx bits and mtime.
 void add_file(archive* writer, const fs::path& file, const std::string& name,
               const fs::path& output) {
-  UniqueFd fd = open_input(file, "tar: input file");
+  UniqueFd fd = internal::open_input(file, "tar: input file");
   struct stat st {};
   if (::fstat(fd.get(), &st) != 0)
     throw SystemError(fmt::format("fstat '{}'", file.string()), errno);

@@ -30,10 +30,7 @@ namespace kiln {
 namespace fs = std::filesystem;
 namespace {
 
-using internal::archive_error;
-using internal::open_input;
 using internal::UniqueFd;
-constexpr size_t kBlock = internal::kArchiveBlock;
 
 struct ReadDeleter {
   void operator()(archive* a) const noexcept { archive_read_free(a); }
@@ -125,11 +122,11 @@ Place place_of(std::string_view member) {
 
 [[noreturn]] void throw_read_error(const Extraction& x, archive* a, std::string_view member) {
   if (member.empty()) {
-    throw Error(
-        fmt::format("Tar error: reading '{}': {}", x.archive_path.string(), archive_error(a)));
+    throw Error(fmt::format("Tar error: reading '{}': {}", x.archive_path.string(),
+                            internal::archive_error(a)));
   }
   throw Error(fmt::format("Tar error: extracting member '{}' of '{}': {}", member,
-                          x.archive_path.string(), archive_error(a)));
+                          x.archive_path.string(), internal::archive_error(a)));
 }
 
 // A system call on `path` (relative to the target) failed while extracting `member`.
@@ -152,7 +149,7 @@ Reader open_reader(const Extraction& x, int fd) {
       archive_read_support_filter_xz(r) != ARCHIVE_OK ||
       archive_read_support_filter_zstd(r) != ARCHIVE_OK ||
       archive_read_support_format_tar(r) != ARCHIVE_OK ||
-      archive_read_open_fd(r, fd, kBlock) != ARCHIVE_OK) {
+      archive_read_open_fd(r, fd, internal::kArchiveBlock) != ARCHIVE_OK) {
     throw_read_error(x, r, {});
   }
   return reader;
@@ -521,7 +518,7 @@ UniqueFd open_target(const fs::path& directory) {
 }  // namespace
 
 void untar(const fs::path& archive_path, const fs::path& directory) {
-  UniqueFd fd = open_input(archive_path, "tar: archive");
+  UniqueFd fd = internal::open_input(archive_path, "tar: archive");
   Extraction x{
       .archive_path = archive_path, .directory = directory, .root = open_target(directory)};
   Reader reader = open_reader(x, fd.get());
