@@ -101,4 +101,20 @@ class ChildProcessError : public Error {
   using Error::Error;
 };
 
+// A peer broke the worker protocol: a frame too large, or bytes that do not decode.
+class ProtocolError : public Error {
+ public:
+  using Error::Error;
+};
+
+// A pool task threw: carries the exception's type name and message from the worker.
+class TaskError : public Error {
+ public:
+  TaskError(std::string type_name, const std::string& message);
+  const std::string& type_name() const noexcept { return type_name_; }
+
+ private:
+  std::string type_name_;
+};
+
 }  // namespace kiln

@@ -3,9 +3,11 @@
 
 #include <cstring>
 
+#include "kiln/pool.h"
 #include "testing/test_support.h"
 
 int main(int argc, char** argv) {
+  kiln::pool::serve_if_worker(argc, argv);  // a re-executed pool worker stops here
   if (argc >= 3 && std::strcmp(argv[1], kiln::testing::kChildFlag) == 0) {
     return kiln::testing::run_child_mode(argc, argv);
   }

@@ -18,6 +18,7 @@
 #include <tuple>
 
 #include "kiln/file_lock.h"
+#include "kiln/pool.h"
 #include "kiln/temp_directory.h"
 
 extern char** environ;  // NOLINT(readability-redundant-declaration)
@@ -112,6 +113,14 @@ int tempdirs_hold(const std::string& ready_path) {
   sleep_forever();
 }
 
+// A parent with one pool worker: publishes the worker's pid, then waits to be killed.
+int pool_parent(const std::string& ready_path) {
+  pool::Worker worker;
+  pid_t pid = worker.call("pid", nullptr).get<pid_t>();
+  publish(ready_path, std::to_string(pid));
+  sleep_forever();
+}
+
 }  // namespace
 
 std::string self_exe() { return fs::read_symlink("/proc/self/exe").string(); }
@@ -161,6 +170,7 @@ int run_child_mode(int argc, char** argv) {
     }
     return 0;
   }
+  if (mode == "pool-parent") return pool_parent(arg(0));
   if (mode == "tree") return tree();
   if (mode == "stubborn") return stubborn();
   if (mode == "lock-increment") return lock_increment(arg(0), arg(1), std::atoi(arg(2).c_str()));

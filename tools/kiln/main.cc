@@ -6,9 +6,11 @@
 
 #include "commands.h"
 #include "kiln/error.h"
+#include "kiln/pool.h"
 #include "kiln_build_info.h"
 
 int main(int argc, char** argv) {
+  kiln::pool::serve_if_worker(argc, argv);  // `kiln build` re-executes kiln as its workers
   namespace cli = kiln::cli;
   CLI::App app("kiln: toolchain support for machine-learning compilers", "kiln");
   app.set_version_flag(

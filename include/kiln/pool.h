@@ -1,0 +1,110 @@
+// The process pool: run hang-prone and crash-prone work in worker processes, with deadlines the
+// parent enforces, as tvm.support.popen_pool.
+//
+// Tasks are functions registered by name; their arguments and results are plain data
+// (kiln::Value, i.e. nlohmann::json, with binary byte strings). A worker is a re-executed copy
+// of the host program: every program that uses the pool calls kiln::pool::serve_if_worker()
+// first thing in main(), where a worker stops and serves.
+//
+//   KILN_TASK(square, [](const kiln::Value& x) -> kiln::Value { return x.get<int>() * x.get<int>();
+//   });
+//
+//   int main(int argc, char** argv) {
+//     kiln::pool::serve_if_worker(argc, argv);   // a re-executed worker never returns from here
+//     kiln::pool::Worker worker;
+//     kiln::Value nine = worker.call("square", 3, std::chrono::seconds(2));
+//   }
+//
+// Errors from a call: kiln::TimeoutError (the worker was killed, with its whole process group,
+// and is restarted on the next call), kiln::ChildProcessError (the worker died; the message says
+// how: exit code or signal name), kiln::TaskError (the task threw; its type name and message),
+// kiln::ProtocolError (the worker wrote garbage or an oversize frame and was killed).
+// Workers die with their parent, even when it is SIGKILLed: they are started from one
+// long-lived thread with PR_SET_PDEATHSIG, and they watch their request pipe for a hang-up.
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+namespace kiln {
+
+// What tasks take and return.
+using Value = nlohmann::json;
+
+namespace pool {
+
+using TaskFn = std::function<Value(const Value&)>;
+
+// Registers `fn` under `name` (a later registration of the same name replaces it). Returns
+// true, so that it can initialize a static; KILN_TASK does that.
+bool register_task(const std::string& name, TaskFn fn);
+
+// If argv says this process is a pool worker, serves tasks and exits; otherwise returns at once.
+void serve_if_worker(int argc, char** argv);
+
+// Where a worker's stdout and stderr go. The protocol has descriptors of its own, so nothing a
+// task prints can corrupt it.
+enum class Output { inherit, discard, file };
+
+struct WorkerOptions {
+  // A registered task run at every (re)start of the worker, before any call; not a use.
+  std::string initializer{};
+  Value initializer_args{};
+  // After this many calls the worker is replaced by a fresh process; 0: never.
+  int max_uses = 0;
+  Output output = Output::inherit;
+  // With Output::file: appended to (created if missing).
+  std::filesystem::path output_file{};
+};
+
+// One worker process, started lazily (the seed's PopenWorker). Not thread-safe: one caller at a
+// time. Destroying it kills the process group and reaps the worker.
+class Worker {
+ public:
+  explicit Worker(WorkerOptions options = {});
+  ~Worker();
+  Worker(const Worker&) = delete;
+  Worker& operator=(const Worker&) = delete;
+  Worker(Worker&&) noexcept;
+  Worker& operator=(Worker&&) noexcept;
+
+  // Sends one call, starting the worker first if needed; the deadline (if any) starts now.
+  void send(std::string_view task, const Value& args,
+            std::optional<std::chrono::milliseconds> timeout = std::nullopt);
+  // The result of the call sent last; throws as described above.
+  Value recv();
+  // send() then recv().
+  Value call(std::string_view task, const Value& args,
+             std::optional<std::chrono::milliseconds> timeout = std::nullopt);
+
+  // Kills the worker and its descendants (SIGKILL to its process group) and reaps it.
+  void kill() noexcept;
+  bool is_alive();
+  // Waits up to `timeout` for the worker to exit on its own; true when it is not running.
+  bool join(std::chrono::milliseconds timeout);
+  // The worker's pid, or 0 when none is running.
+  pid_t pid() const noexcept;
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
+
+}  // namespace pool
+}  // namespace kiln
+
+#define KILN_TASK_CONCAT_INNER(a, b) a##b
+#define KILN_TASK_CONCAT(a, b) KILN_TASK_CONCAT_INNER(a, b)
+// Registers a task at static-initialization time: KILN_TASK(name, callable).
+#define KILN_TASK(name, ...)                                                         \
+  [[maybe_unused]] static const bool KILN_TASK_CONCAT(kiln_task_registered_, name) = \
+      ::kiln::pool::register_task(#name, __VA_ARGS__)

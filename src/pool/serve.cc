@@ -1,0 +1,136 @@
+// The worker side of the pool: the task registry and the serve loop a re-executed program runs.
+#include <cxxabi.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <thread>
+#include <typeinfo>
+
+#include <fmt/format.h>
+
+#include "internal/fd.h"
+#include "kiln/error.h"
+#include "kiln/pool.h"
+#include "pool/frame.h"
+#include "pool/protocol.h"
+
+namespace kiln::pool {
+namespace {
+
+struct Registry {
+  std::mutex mutex;
+  std::map<std::string, TaskFn, std::less<>> tasks;
+};
+
+Registry& registry() {
+  static Registry* r = new Registry;  // NOLINT(cppcoreguidelines-owning-memory): never destroyed
+  return *r;
+}
+
+std::string type_name_of(const std::exception& e) {
+  const char* mangled = typeid(e).name();
+  int status = 0;
+  char* demangled = abi::__cxa_demangle(mangled, nullptr, nullptr, &status);
+  std::string name = status == 0 && demangled != nullptr ? demangled : mangled;
+  std::free(demangled);  // NOLINT(cppcoreguidelines-no-malloc): __cxa_demangle's contract
+  return name;
+}
+
+Value error_response(const std::string& type, const std::string& message) {
+  return Value{{"error", {{"type", type}, {"message", message}}}};
+}
+
+Value handle(const Value& request) {
+  std::string task = request.value("task", "");
+  TaskFn fn;
+  {
+    Registry& r = registry();
+    std::lock_guard lock(r.mutex);
+    auto it = r.tasks.find(task);
+    if (it == r.tasks.end()) {
+      return error_response(
+          "kiln::InvalidArgument",
+          fmt::format("unknown task '{}': this program registers no task by that name", task));
+    }
+    fn = it->second;
+  }
+  try {
+    return Value{{"ok", fn(request.contains("args") ? request["args"] : Value())}};
+  } catch (const std::exception& e) {
+    return error_response(type_name_of(e), e.what());
+  } catch (...) {
+    return error_response("unknown", "the task threw something that is not a std::exception");
+  }
+}
+
+bool write_all(int fd, const std::string& bytes) {
+  size_t done = 0;
+  while (done < bytes.size()) {
+    long n = internal::write_without_sigpipe(fd, bytes.data() + done, bytes.size() - done);
+    if (n <= 0) return false;
+    done += static_cast<size_t>(n);
+  }
+  return true;
+}
+
+// Exits the worker as soon as the parent's end of the request pipe is gone, even while a task
+// runs: the pipe hang-up check that backs up PR_SET_PDEATHSIG.
+void watch_for_hangup() {
+  std::thread([] {
+    pollfd p{internal::kRequestFd, 0, 0};  // no events: only POLLHUP/POLLERR are reported
+    while (::poll(&p, 1, -1) == -1 && errno == EINTR) {
+    }
+    std::_Exit(0);
+  }).detach();
+}
+
+int serve() {
+  internal::FrameDecoder decoder;
+  std::string buffer(size_t{64} * 1024, '\0');
+  for (;;) {
+    while (std::optional<Value> request = decoder.next()) {
+      if (!write_all(internal::kResponseFd, internal::encode_frame(handle(*request)))) return 1;
+    }
+    ssize_t n = internal::retry_eintr(
+        [&] { return ::read(internal::kRequestFd, buffer.data(), buffer.size()); });
+    if (n == 0) return 0;  // the parent closed the pipe: done
+    if (n < 0) return 1;
+    decoder.feed(buffer.data(), static_cast<size_t>(n));
+  }
+}
+
+}  // namespace
+
+bool register_task(const std::string& name, TaskFn fn) {
+  Registry& r = registry();
+  std::lock_guard lock(r.mutex);
+  r.tasks[name] = std::move(fn);
+  return true;
+}
+
+void serve_if_worker(int argc, char** argv) {
+  if (argc < 3 || std::strcmp(argv[1], internal::kWorkerFlag) != 0) return;
+  pid_t parent = static_cast<pid_t>(std::atol(argv[2]));
+  (void)::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (::getppid() != parent) std::_Exit(1);  // the parent died before the line above took effect
+  // Whatever a task starts must not inherit the protocol's descriptors.
+  (void)::fcntl(internal::kRequestFd, F_SETFD, FD_CLOEXEC);
+  (void)::fcntl(internal::kResponseFd, F_SETFD, FD_CLOEXEC);
+  watch_for_hangup();
+  int status = 1;
+  try {
+    status = serve();
+  } catch (const std::exception&) {
+    status = 1;  // a garbage request: the parent sees the worker exit
+  }
+  std::exit(status);
+}
+
+}  // namespace kiln::pool
