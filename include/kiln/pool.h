@@ -28,10 +28,12 @@
 #include <chrono>
 #include <filesystem>
 #include <functional>
+#include <future>
 #include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -77,7 +79,8 @@ class Worker {
   Worker(Worker&&) noexcept;
   Worker& operator=(Worker&&) noexcept;
 
-  // Sends one call, starting the worker first if needed; the deadline (if any) starts now.
+  // Sends one call, starting the worker first if needed; the deadline (if any) counts from when
+  // the worker is ready, so a cold start is not charged to the task.
   void send(std::string_view task, const Value& args,
             std::optional<std::chrono::milliseconds> timeout = std::nullopt);
   // The result of the call sent last; throws as described above.
@@ -93,6 +96,57 @@ class Worker {
   bool join(std::chrono::milliseconds timeout);
   // The worker's pid, or 0 when none is running.
   pid_t pid() const noexcept;
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
+
+// The seed's StatusKind, with its numbering.
+enum class StatusKind { RUNNING = 0, COMPLETE = 1, EXCEPTION = 2, TIMEOUT = 3 };
+
+struct MapResult {
+  StatusKind status = StatusKind::RUNNING;
+  // The task's result when COMPLETE; the error message when EXCEPTION or TIMEOUT.
+  Value value{};
+};
+
+struct ExecutorOptions {
+  // Number of worker processes; 0: one per core.
+  int workers = 0;
+  // Deadline of every task, from when a worker starts it; std::nullopt: none.
+  std::optional<std::chrono::milliseconds> timeout{};
+  std::string initializer{};
+  Value initializer_args{};
+  int max_uses = 0;
+  Output output = Output::inherit;
+  std::filesystem::path output_file{};
+};
+
+// A pool of workers fed from one queue (the seed's PopenPoolExecutor). One dispatcher thread
+// drives every worker through a poll loop, so 64 workers cost one thread, not 64. Thread-safe:
+// submit from any thread.
+//
+//   kiln::pool::Executor pool({.workers = 4, .timeout = std::chrono::seconds(2)});
+//   std::future<kiln::Value> f = pool.submit("square", 7);   // f.get() == 49
+//   auto results = pool.map_with_error_catching("square", {1, 2, 3});
+class Executor {
+ public:
+  explicit Executor(ExecutorOptions options = {});
+  // shutdown(false): kills every worker and reaps it; never waits for queued work.
+  ~Executor();
+  Executor(const Executor&) = delete;
+  Executor& operator=(const Executor&) = delete;
+
+  // Queues one call. The future throws what Worker::call would (TimeoutError, ...). After
+  // shutdown() it throws kiln::Error at once.
+  std::future<Value> submit(std::string task, Value args);
+  // Runs `task` on every item; results in input order, errors caught as statuses.
+  std::vector<MapResult> map_with_error_catching(const std::string& task,
+                                                 const std::vector<Value>& items);
+  // Stops the pool. wait: finish queued and running tasks first; else they fail with kiln::Error
+  // and running workers are killed. Idempotent; returns when every worker is reaped.
+  void shutdown(bool wait = true);
 
  private:
   struct State;

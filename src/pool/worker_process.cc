@@ -124,12 +124,13 @@ void WorkerProcess::write_request(const std::string& op, std::string_view task, 
 }
 
 void WorkerProcess::begin_call(std::string_view task, const Value& args,
-                               std::optional<Clock::time_point> deadline) {
+                               std::optional<std::chrono::milliseconds> timeout) {
   bool worn_out = options_.max_uses > 0 && uses_ >= options_.max_uses;
   if (child_ && (worn_out || child_->has_exited())) stop();
   if (!child_) start();
   task_ = std::string(task);
-  deadline_ = deadline;
+  deadline_.reset();
+  if (timeout) deadline_ = Clock::now() + *timeout;
   busy_ = true;
   ++uses_;
   write_request("call", task, args);
@@ -210,9 +211,7 @@ Worker& Worker::operator=(Worker&&) noexcept = default;
 
 void Worker::send(std::string_view task, const Value& args,
                   std::optional<std::chrono::milliseconds> timeout) {
-  std::optional<internal::Clock::time_point> deadline;
-  if (timeout) deadline = internal::Clock::now() + *timeout;
-  state_->process.begin_call(task, args, deadline);
+  state_->process.begin_call(task, args, timeout);
 }
 
 Value Worker::recv() {

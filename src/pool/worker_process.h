@@ -21,9 +21,10 @@ class WorkerProcess {
   WorkerProcess& operator=(const WorkerProcess&) = delete;
 
   // Recycles the process when it reached max_uses or died, starts one if needed (running the
-  // initializer), and writes the call. The deadline, if any, is the caller's to enforce.
+  // initializer), and writes the call. Its deadline is `timeout` from now, counted after any
+  // start; the caller enforces it through deadline()/expire(), or by wait().
   void begin_call(std::string_view task, const Value& args,
-                  std::optional<Clock::time_point> deadline);
+                  std::optional<std::chrono::milliseconds> timeout);
   // The descriptor that becomes readable when the answer (or the worker's death) arrives.
   int response_fd() const noexcept { return responses_.get(); }
   std::optional<Clock::time_point> deadline() const noexcept { return deadline_; }

@@ -1,0 +1,233 @@
+// The Executor: one dispatcher thread drives every worker process through one poll loop.
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <deque>
+#include <mutex>
+#include <thread>
+
+#include "internal/fd.h"
+#include "kiln/error.h"
+#include "kiln/pool.h"
+#include "pool/worker_process.h"
+
+namespace kiln::pool {
+namespace {
+
+using internal::Clock;
+
+struct Job {
+  std::string task;
+  Value args;
+  std::promise<Value> promise;
+};
+
+void fail(Job& job, std::exception_ptr error) {
+  try {
+    job.promise.set_exception(std::move(error));
+  } catch (const std::future_error&) {  // NOLINT(bugprone-empty-catch): already satisfied
+  }
+}
+
+}  // namespace
+
+struct Executor::State {
+  ExecutorOptions options;
+  std::mutex mutex;  // guards queue, stopping, abandon
+  std::deque<Job> queue;
+  bool stopping = false;      // no new submissions; the loop ends when the work is done
+  bool abandon = false;       // shutdown(false): fail what is queued, kill what runs
+  internal::UniqueFd wake;    // eventfd: submit() and shutdown() nudge the loop
+  std::mutex shutdown_mutex;  // serializes shutdown() callers
+  std::thread dispatcher;
+  // Owned by the dispatcher thread once it runs.
+  std::vector<std::unique_ptr<internal::WorkerProcess>> workers;
+  std::vector<std::optional<Job>> running;
+
+  void notify() const {
+    std::uint64_t one = 1;
+    [[maybe_unused]] ssize_t n = ::write(wake.get(), &one, sizeof one);
+  }
+  bool take_work();
+  void start_call(size_t i);
+  void wait_for_events();
+  void collect(size_t i);
+  void expire_overdue();
+  void loop();
+};
+
+// Hands queued jobs to idle workers. Returns false when the loop should end: the pool is
+// stopping and has no work left, or it is abandoning its work (shutdown(false)).
+bool Executor::State::take_work() {
+  std::deque<Job> dropped;
+  std::vector<size_t> started;
+  bool abandoning = false;
+  {
+    std::lock_guard lock(mutex);
+    abandoning = abandon;
+    if (abandoning) dropped.swap(queue);
+    for (size_t i = 0; i < workers.size() && !abandoning && !queue.empty(); ++i) {
+      if (running[i]) continue;
+      running[i] = std::move(queue.front());
+      queue.pop_front();
+      started.push_back(i);
+    }
+  }
+  if (abandoning) {
+    auto shut = std::make_exception_ptr(Error("the pool was shut down before the task finished"));
+    for (Job& job : dropped) fail(job, shut);
+    for (size_t i = 0; i < workers.size(); ++i) {
+      if (!running[i]) continue;
+      workers[i]->stop();
+      fail(*running[i], shut);
+      running[i].reset();
+    }
+    return false;
+  }
+  for (size_t i : started) start_call(i);
+  bool busy =
+      std::any_of(running.begin(), running.end(), [](const auto& r) { return r.has_value(); });
+  std::lock_guard lock(mutex);
+  return !(stopping && queue.empty() && !busy);
+}
+
+void Executor::State::start_call(size_t i) {
+  try {
+    workers[i]->begin_call(running[i]->task, running[i]->args, options.timeout);
+  } catch (...) {
+    fail(*running[i], std::current_exception());
+    running[i].reset();
+  }
+}
+
+void Executor::State::wait_for_events() {
+  std::vector<pollfd> fds{{wake.get(), POLLIN, 0}};
+  std::optional<Clock::time_point> soonest;
+  for (size_t i = 0; i < workers.size(); ++i) {
+    if (!running[i]) continue;
+    fds.push_back({workers[i]->response_fd(), POLLIN, 0});
+    if (auto d = workers[i]->deadline(); d && (!soonest || *d < *soonest)) soonest = d;
+  }
+  int timeout_ms = -1;
+  if (soonest) {
+    auto left = *soonest - Clock::now();
+    timeout_ms = left <= Clock::duration::zero()
+                     ? 0
+                     : static_cast<int>(std::chrono::ceil<std::chrono::milliseconds>(left).count());
+  }
+  internal::retry_eintr([&] { return ::poll(fds.data(), fds.size(), timeout_ms); });
+  if (fds[0].revents != 0) {
+    std::uint64_t count = 0;
+    [[maybe_unused]] ssize_t n = ::read(wake.get(), &count, sizeof count);
+  }
+  size_t k = 1;
+  for (size_t i = 0; i < workers.size(); ++i) {
+    if (!running[i]) continue;
+    if (fds[k++].revents != 0) collect(i);
+  }
+}
+
+void Executor::State::collect(size_t i) {
+  try {
+    if (std::optional<Value> result = workers[i]->read_available()) {
+      running[i]->promise.set_value(std::move(*result));
+      running[i].reset();
+    }
+  } catch (...) {
+    fail(*running[i], std::current_exception());
+    running[i].reset();
+  }
+}
+
+void Executor::State::expire_overdue() {
+  auto now = Clock::now();
+  for (size_t i = 0; i < workers.size(); ++i) {
+    if (!running[i]) continue;
+    auto deadline = workers[i]->deadline();
+    if (!deadline || *deadline > now) continue;
+    try {
+      workers[i]->expire();
+    } catch (...) {
+      fail(*running[i], std::current_exception());
+      running[i].reset();
+    }
+  }
+}
+
+void Executor::State::loop() {
+  while (take_work()) {
+    wait_for_events();
+    expire_overdue();
+  }
+  for (auto& worker : workers) worker->stop();
+}
+
+Executor::Executor(ExecutorOptions options) : state_(std::make_unique<State>()) {
+  State& s = *state_;
+  s.options = std::move(options);
+  int count = s.options.workers > 0
+                  ? s.options.workers
+                  : static_cast<int>(std::max(1U, std::thread::hardware_concurrency()));
+  WorkerOptions worker_options{.initializer = s.options.initializer,
+                               .initializer_args = s.options.initializer_args,
+                               .max_uses = s.options.max_uses,
+                               .output = s.options.output,
+                               .output_file = s.options.output_file};
+  for (int i = 0; i < count; ++i) {
+    s.workers.push_back(std::make_unique<internal::WorkerProcess>(worker_options));
+  }
+  s.running.resize(s.workers.size());
+  s.wake.reset(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+  if (!s.wake) throw SystemError("eventfd", errno);
+  s.dispatcher = std::thread([&s] { s.loop(); });
+}
+
+Executor::~Executor() { shutdown(false); }
+
+std::future<Value> Executor::submit(std::string task, Value args) {
+  State& s = *state_;
+  Job job{.task = std::move(task), .args = std::move(args), .promise = {}};
+  std::future<Value> future = job.promise.get_future();
+  {
+    std::lock_guard lock(s.mutex);
+    if (s.stopping) throw Error("submit: the pool has been shut down");
+    s.queue.push_back(std::move(job));
+  }
+  s.notify();
+  return future;
+}
+
+std::vector<MapResult> Executor::map_with_error_catching(const std::string& task,
+                                                         const std::vector<Value>& items) {
+  std::vector<std::future<Value>> futures;
+  futures.reserve(items.size());
+  for (const Value& item : items) futures.push_back(submit(task, item));
+  std::vector<MapResult> results;
+  results.reserve(items.size());
+  for (std::future<Value>& f : futures) {
+    try {
+      results.push_back({StatusKind::COMPLETE, f.get()});
+    } catch (const TimeoutError& e) {
+      results.push_back({StatusKind::TIMEOUT, e.what()});
+    } catch (const std::exception& e) {
+      results.push_back({StatusKind::EXCEPTION, e.what()});
+    }
+  }
+  return results;
+}
+
+void Executor::shutdown(bool wait) {
+  State& s = *state_;
+  std::lock_guard serial(s.shutdown_mutex);
+  {
+    std::lock_guard lock(s.mutex);
+    s.stopping = true;
+    if (!wait) s.abandon = true;
+  }
+  s.notify();
+  if (s.dispatcher.joinable()) s.dispatcher.join();
+}
+
+}  // namespace kiln::pool

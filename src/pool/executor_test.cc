@@ -1,0 +1,129 @@
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <set>
+#include <thread>
+
+#include "kiln/error.h"
+#include "kiln/pool.h"
+#include "testing/test_support.h"
+
+// Tasks used here (square, echo, pid, sleep_ms, crash) are registered in worker_test.cc.
+
+namespace kiln::pool {
+namespace {
+
+using namespace std::chrono_literals;
+
+size_t thread_count() {
+  return static_cast<size_t>(std::distance(std::filesystem::directory_iterator("/proc/self/task"),
+                                           std::filesystem::directory_iterator{}));
+}
+
+TEST(Executor, HeaderExample) {
+  Executor pool({.workers = 4, .timeout = 2s});
+  std::future<Value> f = pool.submit("square", 7);
+  EXPECT_EQ(f.get(), 49);
+  auto results = pool.map_with_error_catching("square", {1, 2, 3});
+  ASSERT_EQ(results.size(), 3u);
+  EXPECT_EQ(results[2].status, StatusKind::COMPLETE);
+  EXPECT_EQ(results[2].value, 9);
+}
+
+// The seed's executor test: a 15 ms timeout; a slow task, a crashing task, a normal one, an echo.
+TEST(Executor, SlowCrashingNormalAndEchoTasks) {
+  Executor pool({.workers = 2, .timeout = 15ms});
+  std::future<Value> slow = pool.submit("sleep_ms", 2000);
+  std::future<Value> crash = pool.submit("crash", nullptr);
+  std::future<Value> normal = pool.submit("square", 3);
+  std::future<Value> echo = pool.submit("echo", "hello");
+  EXPECT_THROW(slow.get(), TimeoutError);
+  EXPECT_THROW(crash.get(), ChildProcessError);
+  EXPECT_EQ(normal.get(), 9);
+  EXPECT_EQ(echo.get(), "hello");
+  EXPECT_EQ(static_cast<int>(StatusKind::RUNNING), 0);
+  EXPECT_EQ(static_cast<int>(StatusKind::COMPLETE), 1);
+  EXPECT_EQ(static_cast<int>(StatusKind::EXCEPTION), 2);
+  EXPECT_EQ(static_cast<int>(StatusKind::TIMEOUT), 3);
+}
+
+TEST(Executor, MapWithErrorCatchingKeepsOrderAndStatuses) {
+  Executor pool({.workers = 3});
+  std::vector<Value> items;
+  for (int i = 0; i < 100; ++i) items.emplace_back(i);
+  auto results = pool.map_with_error_catching("square", items);
+  ASSERT_EQ(results.size(), 100u);
+  for (int i = 0; i < 100; ++i) {
+    EXPECT_EQ(results[i].status, StatusKind::COMPLETE);
+    EXPECT_EQ(results[i].value, i * i);
+  }
+  Executor strict({.workers = 2, .timeout = 100ms});
+  auto mixed = strict.map_with_error_catching("sleep_ms", {0, 5000, 1});
+  EXPECT_EQ(mixed[0].status, StatusKind::COMPLETE);
+  EXPECT_EQ(mixed[1].status, StatusKind::TIMEOUT);
+  EXPECT_EQ(mixed[2].status, StatusKind::COMPLETE);
+  auto failed = strict.map_with_error_catching("no_such_task", {1});
+  EXPECT_EQ(failed[0].status, StatusKind::EXCEPTION);
+  EXPECT_NE(failed[0].value.get<std::string>().find("unknown task"), std::string::npos);
+}
+
+TEST(Executor, MaxUsesRecyclesOnTheThirdSubmit) {
+  Executor pool({.workers = 1, .max_uses = 2});
+  pid_t a = pool.submit("pid", nullptr).get().get<pid_t>();
+  pid_t b = pool.submit("pid", nullptr).get().get<pid_t>();
+  pid_t c = pool.submit("pid", nullptr).get().get<pid_t>();
+  EXPECT_EQ(a, b);
+  EXPECT_NE(b, c);
+}
+
+TEST(Executor, SixtyFourWorkersOnOneDispatcherThread) {
+  size_t threads_before = thread_count();
+  Executor pool({.workers = 64, .timeout = 60s});
+  std::vector<Value> items(256, 20);  // 20 ms each: 256 tasks spread over the workers
+  auto results = pool.map_with_error_catching("sleep_ms", items);
+  for (const MapResult& r : results) EXPECT_EQ(r.status, StatusKind::COMPLETE) << r.value;
+  std::vector<Value> pids(256, nullptr);
+  std::set<pid_t> distinct;
+  for (const MapResult& r : pool.map_with_error_catching("pid", pids))
+    distinct.insert(r.value.get<pid_t>());
+  EXPECT_GT(distinct.size(), 8u);
+  EXPECT_LE(distinct.size(), 64u);
+  EXPECT_LE(thread_count(), threads_before + 2) << "the dispatcher (and the spawner) only";
+}
+
+TEST(Executor, ShutdownIsIdempotentAndRefusesNewWork) {
+  std::vector<pid_t> before = testing::child_pids();
+  Executor pool({.workers = 2});
+  EXPECT_EQ(pool.submit("square", 2).get(), 4);
+  pool.shutdown();
+  pool.shutdown();
+  EXPECT_THROW(pool.submit("square", 2), Error);
+  EXPECT_EQ(testing::child_pids(), before) << "every worker was reaped";
+}
+
+TEST(Executor, ShutdownWithoutWaitKillsRunningAndQueuedWorkPromptly) {
+  std::vector<pid_t> before = testing::child_pids();
+  auto start = std::chrono::steady_clock::now();
+  std::future<Value> running, queued;
+  {
+    Executor pool({.workers = 1});
+    running = pool.submit("sleep_ms", 60000);
+    queued = pool.submit("square", 3);
+    std::this_thread::sleep_for(100ms);
+  }  // the destructor: shutdown(false)
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 2s);
+  EXPECT_THROW(running.get(), Error);
+  EXPECT_THROW(queued.get(), Error);
+  EXPECT_EQ(testing::child_pids(), before);
+}
+
+TEST(Executor, ShutdownWithWaitFinishesQueuedWork) {
+  Executor pool({.workers = 2});
+  std::vector<std::future<Value>> futures;
+  for (int i = 0; i < 20; ++i) futures.push_back(pool.submit("square", i));
+  pool.shutdown(true);
+  for (int i = 0; i < 20; ++i) EXPECT_EQ(futures[i].get(), i * i);
+}
+
+}  // namespace
+}  // namespace kiln::pool
