@@ -4,6 +4,7 @@
 // (pool/frame.h) each:
 //   request:  {"op": "init" | "call", "task": <name>, "args": <value>}
 //   response: {"ok": <value>}  or  {"error": {"type": <type name>, "message": <text>}}
+// A worker's first frame, before any request, is {"ok": "ready"}.
 #pragma once
 
 namespace kiln::internal {

@@ -124,6 +124,9 @@ void serve_if_worker(int argc, char** argv) {
   (void)::fcntl(internal::kRequestFd, F_SETFD, FD_CLOEXEC);
   (void)::fcntl(internal::kResponseFd, F_SETFD, FD_CLOEXEC);
   watch_for_hangup();
+  // Tell the parent this program really is a worker, loaded and ready: its deadlines start now.
+  if (!write_all(internal::kResponseFd, internal::encode_frame(Value{{"ok", "ready"}})))
+    std::_Exit(1);
   int status = 1;
   try {
     status = serve();

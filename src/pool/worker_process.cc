@@ -61,6 +61,8 @@ class Spawner {
   std::deque<std::packaged_task<Child()>> jobs_;
 };
 
+constexpr std::chrono::seconds kStartTimeout{60};
+
 std::string describe_death(int wait_status) {
   if (WIFSIGNALED(wait_status)) return "killed by signal " + signal_name(WTERMSIG(wait_status));
   if (WIFEXITED(wait_status)) return fmt::format("exited with code {}", WEXITSTATUS(wait_status));
@@ -96,6 +98,12 @@ void WorkerProcess::start() {
   set_nonblocking(responses_.get());
   decoder_ = FrameDecoder();
   uses_ = 0;
+  // Wait for the worker's "ready": loading a large program can take longer than a task's
+  // deadline, and a program that never calls serve_if_worker() must be a clear error.
+  task_ = "(starting the worker: does main() call kiln::pool::serve_if_worker() first?)";
+  deadline_ = Clock::now() + kStartTimeout;
+  busy_ = true;
+  wait();
   if (!options_.initializer.empty()) {
     task_ = options_.initializer;
     deadline_.reset();
