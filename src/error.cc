@@ -36,7 +36,9 @@ ToolFailed::ToolFailed(std::string label, std::string output, std::string comman
       command_line_(std::move(command_line)),
       status_(std::move(status)) {}
 
-TaskError::TaskError(std::string type_name, const std::string& message)
-    : Error(fmt::format("{}: {}", type_name, message)), type_name_(std::move(type_name)) {}
+TaskError::TaskError(std::string type_name, std::string message)
+    : Error(fmt::format("{}: {}", type_name, message)),
+      type_name_(std::move(type_name)),
+      message_(std::move(message)) {}
 
 }  // namespace kiln

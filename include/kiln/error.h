@@ -110,11 +110,14 @@ class ProtocolError : public Error {
 // A pool task threw: carries the exception's type name and message from the worker.
 class TaskError : public Error {
  public:
-  TaskError(std::string type_name, const std::string& message);
+  TaskError(std::string type_name, std::string message);
   const std::string& type_name() const noexcept { return type_name_; }
+  // The task's own message, without the type name.
+  const std::string& message() const noexcept { return message_; }
 
  private:
   std::string type_name_;
+  std::string message_;
 };
 
 }  // namespace kiln

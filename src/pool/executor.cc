@@ -31,6 +31,28 @@ void fail(Job& job, std::exception_ptr error) {
   }
 }
 
+// A copy of the error in flight that shares nothing with it (not even its message's buffer), so
+// the dispatcher can drop its own the moment the catch block ends while the caller's thread reads
+// the copy: the sharing goes through reference counts inside libstdc++ that ThreadSanitizer
+// cannot see.
+std::exception_ptr fresh_copy_of_current() {
+  try {
+    throw;
+  } catch (const TimeoutError& e) {
+    return std::make_exception_ptr(TimeoutError(std::string(e.what())));
+  } catch (const ChildProcessError& e) {
+    return std::make_exception_ptr(ChildProcessError(std::string(e.what())));
+  } catch (const ProtocolError& e) {
+    return std::make_exception_ptr(ProtocolError(std::string(e.what())));
+  } catch (const TaskError& e) {
+    return std::make_exception_ptr(TaskError(std::string(e.type_name()), std::string(e.message())));
+  } catch (const std::exception& e) {
+    return std::make_exception_ptr(Error(std::string(e.what())));
+  } catch (...) {
+    return std::make_exception_ptr(Error("unknown error in the pool"));
+  }
+}
+
 }  // namespace
 
 struct Executor::State {
@@ -97,7 +119,7 @@ void Executor::State::start_call(size_t i) {
   try {
     workers[i]->begin_call(running[i]->task, running[i]->args, options.timeout);
   } catch (...) {
-    fail(*running[i], std::current_exception());
+    fail(*running[i], fresh_copy_of_current());
     running[i].reset();
   }
 }
@@ -136,7 +158,7 @@ void Executor::State::collect(size_t i) {
       running[i].reset();
     }
   } catch (...) {
-    fail(*running[i], std::current_exception());
+    fail(*running[i], fresh_copy_of_current());
     running[i].reset();
   }
 }
@@ -150,7 +172,7 @@ void Executor::State::expire_overdue() {
     try {
       workers[i]->expire();
     } catch (...) {
-      fail(*running[i], std::current_exception());
+      fail(*running[i], fresh_copy_of_current());
       running[i].reset();
     }
   }

@@ -43,7 +43,9 @@ TEST(PoolStress, EveryResultAccountedForAndResourcesFlat) {
   const bool sanitized = std::string_view(KILN_SANITIZE).size() > 0;
   const int total = sanitized ? 10'000 : 100'000;
   const int batch = total / 10;
-  Executor pool({.workers = 8, .timeout = 100ms, .output = Output::discard});
+  // Sanitized workers are several times slower; the timeout only has to separate trivial tasks
+  // from ten-second ones.
+  Executor pool({.workers = 8, .timeout = sanitized ? 1000ms : 100ms, .output = Output::discard});
   // Each live worker holds three descriptors here (request pipe, response pipe, pidfd); what
   // is left once those are counted out must not grow.
   auto baseline_fds = [] { return testing::open_fds().size() - 3 * testing::child_pids().size(); };
@@ -87,7 +89,11 @@ TEST(PoolStress, EveryResultAccountedForAndResourcesFlat) {
   EXPECT_EQ(crashed, total / 100);
   EXPECT_EQ(timed_out, total / 100);
   EXPECT_EQ(baseline_fds(), fds_after_first) << "descriptors leaked";
-  EXPECT_LT(rss_kib() - rss_after_first, 16 * 1024) << "parent RSS grew";
+  // Sanitizer runtimes hold freed memory in quarantine, so RSS says nothing there; their leak
+  // checker covers that case instead.
+  if (!sanitized) {
+    EXPECT_LT(rss_kib() - rss_after_first, 16 * 1024) << "parent RSS grew";
+  }
 }
 
 }  // namespace

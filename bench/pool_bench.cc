@@ -1,0 +1,250 @@
+// The process pool against raw floors measured in the same run (issue 4). Prints every figure:
+//   1. warm round trip of a trivial task (timeout set) vs a raw two-process pipe round trip
+//   2. cold start (spawn + first answer) vs posix_spawn + waitpid of this program exiting at once
+//   3. throughput, 2 workers, 50 000 trivial tasks vs two raw ping-pong pairs
+//   4. a task sleeping 10 s with a 50 ms timeout: overshoot, and the next answer vs cold start
+//   5. a task that SIGKILLs itself: time to ChildProcessError, and the next answer vs cold start
+//   6. 1 MiB of bytes echoed vs the same bytes through a raw pipe round trip
+//   7. an idle worker's RSS
+//
+//   build/release/bench/pool_bench
+#include <signal.h>
+#include <spawn.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <thread>
+
+#include "bench_util.h"
+#include "kiln/error.h"
+#include "kiln/pool.h"
+
+namespace {
+
+using kiln::Value;
+using kiln::bench::median;
+using kiln::bench::time_us;
+using namespace std::chrono_literals;
+
+KILN_TASK(noop, [](const Value& x) -> Value { return x; });
+KILN_TASK(nap, [](const Value& ms) -> Value {
+  std::this_thread::sleep_for(std::chrono::milliseconds(ms.get<int>()));
+  return nullptr;
+});
+KILN_TASK(suicide, [](const Value&) -> Value {
+  ::kill(::getpid(), SIGKILL);
+  return nullptr;
+});
+
+constexpr const char* kRawEcho = "--raw-echo";
+constexpr const char* kExitNow = "--exit-now";
+
+bool read_exact(int fd, char* data, size_t size) {
+  while (size > 0) {
+    ssize_t n = ::read(fd, data, size);
+    if (n <= 0) return false;
+    data += n;
+    size -= static_cast<size_t>(n);
+  }
+  return true;
+}
+
+bool write_exact(int fd, const char* data, size_t size) {
+  while (size > 0) {
+    ssize_t n = ::write(fd, data, size);
+    if (n <= 0) return false;
+    data += n;
+    size -= static_cast<size_t>(n);
+  }
+  return true;
+}
+
+// The raw floor's child: echoes length-prefixed messages from stdin to stdout.
+int raw_echo() {
+  std::string buffer;
+  for (;;) {
+    std::uint32_t size = 0;
+    if (!read_exact(0, reinterpret_cast<char*>(&size), 4)) return 0;
+    buffer.resize(size);
+    if (!read_exact(0, buffer.data(), size)) return 1;
+    if (!write_exact(1, reinterpret_cast<char*>(&size), 4) || !write_exact(1, buffer.data(), size))
+      return 1;
+  }
+}
+
+// A raw two-process pipe pair: this program in raw-echo mode on the other end.
+class RawPair {
+ public:
+  RawPair() {
+    int to[2], from[2];
+    if (::pipe2(to, O_CLOEXEC) != 0 || ::pipe2(from, O_CLOEXEC) != 0) std::abort();
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_adddup2(&actions, to[0], 0);
+    posix_spawn_file_actions_adddup2(&actions, from[1], 1);
+    std::string exe = std::filesystem::read_symlink("/proc/self/exe");
+    char* argv[] = {exe.data(), const_cast<char*>(kRawEcho), nullptr};
+    if (posix_spawn(&pid_, exe.c_str(), &actions, nullptr, argv, environ) != 0) std::abort();
+    posix_spawn_file_actions_destroy(&actions);
+    ::close(to[0]);
+    ::close(from[1]);
+    out_ = to[1];
+    in_ = from[0];
+  }
+  ~RawPair() {
+    ::close(out_);
+    ::close(in_);
+    int status = 0;
+    waitpid(pid_, &status, 0);
+  }
+  RawPair(const RawPair&) = delete;
+  RawPair& operator=(const RawPair&) = delete;
+
+  void round_trip(const std::string& payload) {
+    std::uint32_t size = static_cast<std::uint32_t>(payload.size());
+    std::string reply(payload.size(), '\0');
+    std::uint32_t reply_size = 0;
+    if (!write_exact(out_, reinterpret_cast<char*>(&size), 4) ||
+        !write_exact(out_, payload.data(), size) ||
+        !read_exact(in_, reinterpret_cast<char*>(&reply_size), 4) ||
+        !read_exact(in_, reply.data(), reply_size)) {
+      std::abort();
+    }
+  }
+
+ private:
+  pid_t pid_ = 0;
+  int out_ = -1, in_ = -1;
+};
+
+void figure(const char* what, double value, const char* unit, const char* goal, bool met) {
+  std::printf("  %-58s %10.3f %-3s %s: %s\n", what, value, unit, goal, met ? "met" : "NOT met");
+}
+
+double cold_start_us() {
+  return time_us([] {
+    kiln::pool::Worker worker;
+    worker.call("noop", 1, 10s);
+  });
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc > 1 && std::strcmp(argv[1], kRawEcho) == 0) return raw_echo();
+  if (argc > 1 && std::strcmp(argv[1], kExitNow) == 0) return 0;
+  kiln::pool::serve_if_worker(argc, argv);
+  std::string self = std::filesystem::read_symlink("/proc/self/exe");
+  std::printf("pool_bench (medians; each against a floor measured in this run)\n");
+
+  // 1. Warm round trip.
+  kiln::pool::Worker worker;
+  RawPair raw;
+  std::vector<double> pool_rt, raw_rt;
+  worker.call("noop", 0, 10s);
+  for (int i = 0; i < 2000; ++i) {
+    pool_rt.push_back(time_us([&] { worker.call("noop", i, 10s); }));
+    raw_rt.push_back(time_us([&] { raw.round_trip("ping"); }));
+  }
+  double rt = median(pool_rt) / median(raw_rt);
+  std::printf("  warm round trip: pool %.1f us, raw pipe %.1f us\n", median(pool_rt),
+              median(raw_rt));
+  figure("1. warm round trip, pool / raw", rt, "x", "goal <= 2.5", rt <= 2.5);
+
+  // 2. Cold start.
+  std::vector<double> cold, spawn;
+  for (int i = 0; i < 30; ++i) {
+    cold.push_back(cold_start_us());
+    spawn.push_back(time_us([&] { kiln::bench::bare_spawn({self, kExitNow}); }));
+  }
+  double cold_ratio = median(cold) / median(spawn);
+  std::printf("  cold start: pool %.1f us, posix_spawn+waitpid %.1f us\n", median(cold),
+              median(spawn));
+  figure("2. cold start, pool / spawn+wait", cold_ratio, "x", "goal <= 1.5", cold_ratio <= 1.5);
+
+  // 3. Throughput.
+  constexpr int kTasks = 50'000;
+  double pool_s = time_us([&] {
+                    kiln::pool::Executor pool({.workers = 2, .timeout = 10s});
+                    std::vector<Value> items(kTasks, 1);
+                    pool.map_with_error_catching("noop", items);
+                  }) /
+                  1e6;
+  double raw_s = time_us([&] {
+                   std::vector<std::thread> pairs;
+                   for (int p = 0; p < 2; ++p) {
+                     pairs.emplace_back([&] {
+                       RawPair pair;
+                       for (int i = 0; i < kTasks / 2; ++i) pair.round_trip("ping");
+                     });
+                   }
+                   for (auto& t : pairs) t.join();
+                 }) /
+                 1e6;
+  double share = (kTasks / pool_s) / (kTasks / raw_s);
+  std::printf("  throughput: pool %.0f tasks/s, raw pairs %.0f messages/s\n", kTasks / pool_s,
+              kTasks / raw_s);
+  figure("3. throughput, pool / raw", share * 100, "%", "goal >= 40%", share >= 0.4);
+
+  // 4. Timeout overshoot, and the next answer.
+  std::vector<double> overshoot, after_timeout;
+  for (int i = 0; i < 20; ++i) {
+    kiln::pool::Worker w;
+    w.call("noop", 0, 10s);
+    double took = time_us([&] {
+      try {
+        w.call("nap", 10000, 50ms);
+      } catch (const kiln::TimeoutError&) {
+      }
+    });
+    overshoot.push_back(took / 1000.0 - 50.0);
+    after_timeout.push_back(time_us([&] { w.call("noop", 0, 10s); }));
+  }
+  figure("4a. timeout overshoot (50 ms timeout)", median(overshoot), "ms", "goal <= 2",
+         median(overshoot) <= 2);
+  double next_after_timeout = median(after_timeout) / median(cold);
+  figure("4b. next answer after a timeout / cold start", next_after_timeout, "x", "goal <= 2",
+         next_after_timeout <= 2);
+
+  // 5. A crash.
+  std::vector<double> crash, after_crash;
+  for (int i = 0; i < 20; ++i) {
+    kiln::pool::Worker w;
+    w.call("noop", 0, 10s);
+    crash.push_back(time_us([&] {
+      try {
+        w.call("suicide", nullptr, 10s);
+      } catch (const kiln::ChildProcessError&) {
+      }
+    }));
+    after_crash.push_back(time_us([&] { w.call("noop", 0, 10s); }));
+  }
+  figure("5a. ChildProcessError after SIGKILL", median(crash) / 1000.0, "ms", "goal <= 1",
+         median(crash) <= 1000);
+  double next_after_crash = median(after_crash) / median(cold);
+  figure("5b. next answer after a crash / cold start", next_after_crash, "x", "goal <= 2",
+         next_after_crash <= 2);
+
+  // 6. 1 MiB echoed.
+  std::string mib(size_t{1} << 20, 'x');
+  Value bytes = Value::binary(std::vector<std::uint8_t>(mib.begin(), mib.end()));
+  std::vector<double> pool_mib, raw_mib;
+  for (int i = 0; i < 30; ++i) {
+    pool_mib.push_back(time_us([&] { worker.call("noop", bytes, 10s); }));
+    raw_mib.push_back(time_us([&] { raw.round_trip(mib); }));
+  }
+  double mib_ratio = median(pool_mib) / median(raw_mib);
+  std::printf("  1 MiB echo: pool %.1f us, raw %.1f us\n", median(pool_mib), median(raw_mib));
+  figure("6. 1 MiB echo, pool / raw", mib_ratio, "x", "goal <= 2", mib_ratio <= 2);
+
+  // 7. Idle worker RSS.
+  long rss_kib = 0;
+  std::ifstream status("/proc/" + std::to_string(worker.pid()) + "/status");
+  for (std::string line; std::getline(status, line);) {
+    if (line.starts_with("VmRSS:")) rss_kib = std::stol(line.substr(6));
+  }
+  figure("7. idle worker RSS", rss_kib / 1024.0, "MiB", "goal <= 6", rss_kib <= 6 * 1024);
+  return 0;
+}
