@@ -8,12 +8,15 @@
 //   7. an idle worker's RSS
 //
 //   build/release/bench/pool_bench
+#include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <thread>
 
