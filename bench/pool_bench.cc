@@ -248,6 +248,7 @@ int main(int argc, char** argv) {
   for (std::string line; std::getline(status, line);) {
     if (line.starts_with("VmRSS:")) rss_kib = std::stol(line.substr(6));
   }
-  figure("7. idle worker RSS", rss_kib / 1024.0, "MiB", "goal <= 6", rss_kib <= 6 * 1024);
+  figure("7. idle worker RSS", static_cast<double>(rss_kib) / 1024.0, "MiB", "goal <= 6",
+         rss_kib <= 6L * 1024);
   return 0;
 }

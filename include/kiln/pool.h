@@ -138,8 +138,10 @@ class Executor {
   Executor(const Executor&) = delete;
   Executor& operator=(const Executor&) = delete;
 
-  // Queues one call. The future throws what Worker::call would (TimeoutError, ...). After
-  // shutdown() it throws kiln::Error at once.
+  // Queues one call. The future's get() returns the result or throws what Worker::call would
+  // (TimeoutError, ...), the exception made in the thread that calls get(). The future is a
+  // deferred one: get() and wait() block until the task ends, wait_for() reports
+  // std::future_status::deferred. After shutdown(), submit() throws kiln::Error.
   std::future<Value> submit(std::string task, Value args);
   // Runs `task` on every item; results in input order, errors caught as statuses.
   std::vector<MapResult> map_with_error_catching(const std::string& task,

@@ -18,39 +18,65 @@ namespace {
 
 using internal::Clock;
 
+// How a job ended, as plain data: the exception the caller sees is made in the caller's own thread
+// (see Executor::submit), so no exception object is ever shared between threads. (Sharing one
+// goes through reference counts inside libstdc++ that ThreadSanitizer cannot see.)
+struct Outcome {
+  enum Kind { kValue, kTimeout, kChildDied, kProtocol, kTask, kOther } kind = kValue;
+  Value value;
+  std::string type;     // kTask: the task's exception type
+  std::string message;  // everything but kValue
+};
+
 struct Job {
   std::string task;
   Value args;
-  std::promise<Value> promise;
+  std::promise<Outcome> promise;
 };
 
-void fail(Job& job, std::exception_ptr error) {
+void settle(Job& job, Outcome outcome) {
   try {
-    job.promise.set_exception(std::move(error));
+    job.promise.set_value(std::move(outcome));
   } catch (const std::future_error&) {  // NOLINT(bugprone-empty-catch): already satisfied
   }
 }
 
-// A copy of the error in flight that shares nothing with it (not even its message's buffer), so
-// the dispatcher can drop its own the moment the catch block ends while the caller's thread reads
-// the copy: the sharing goes through reference counts inside libstdc++ that ThreadSanitizer
-// cannot see.
-std::exception_ptr fresh_copy_of_current() {
+// The error in flight, as an Outcome.
+Outcome outcome_of_current() {
   try {
     throw;
   } catch (const TimeoutError& e) {
-    return std::make_exception_ptr(TimeoutError(std::string(e.what())));
+    return {Outcome::kTimeout, nullptr, {}, e.what()};
   } catch (const ChildProcessError& e) {
-    return std::make_exception_ptr(ChildProcessError(std::string(e.what())));
+    return {Outcome::kChildDied, nullptr, {}, e.what()};
   } catch (const ProtocolError& e) {
-    return std::make_exception_ptr(ProtocolError(std::string(e.what())));
+    return {Outcome::kProtocol, nullptr, {}, e.what()};
   } catch (const TaskError& e) {
-    return std::make_exception_ptr(TaskError(std::string(e.type_name()), std::string(e.message())));
+    return {Outcome::kTask, nullptr, e.type_name(), e.message()};
   } catch (const std::exception& e) {
-    return std::make_exception_ptr(Error(std::string(e.what())));
+    return {Outcome::kOther, nullptr, {}, e.what()};
   } catch (...) {
-    return std::make_exception_ptr(Error("unknown error in the pool"));
+    return {Outcome::kOther, nullptr, {}, "unknown error in the pool"};
   }
+}
+
+// The result for the caller, or the exception the outcome stands for.
+Value unwrap(Outcome outcome) {
+  switch (outcome.kind) {
+    case Outcome::kValue:
+      return std::move(outcome.value);
+    case Outcome::kTimeout:
+      throw TimeoutError(outcome.message);
+    case Outcome::kChildDied:
+      throw ChildProcessError(outcome.message);
+    case Outcome::kProtocol:
+      throw ProtocolError(outcome.message);
+    case Outcome::kTask:
+      throw TaskError(outcome.type, outcome.message);
+    case Outcome::kOther:
+      break;
+  }
+  throw Error(outcome.message);
 }
 
 }  // namespace
@@ -98,12 +124,13 @@ bool Executor::State::take_work() {
     }
   }
   if (abandoning) {
-    auto shut = std::make_exception_ptr(Error("the pool was shut down before the task finished"));
-    for (Job& job : dropped) fail(job, shut);
+    const Outcome shut{
+        Outcome::kOther, nullptr, {}, "the pool was shut down before the task finished"};
+    for (Job& job : dropped) settle(job, shut);
     for (size_t i = 0; i < workers.size(); ++i) {
       if (!running[i]) continue;
       workers[i]->stop();
-      fail(*running[i], shut);
+      settle(*running[i], shut);
       running[i].reset();
     }
     return false;
@@ -119,7 +146,7 @@ void Executor::State::start_call(size_t i) {
   try {
     workers[i]->begin_call(running[i]->task, running[i]->args, options.timeout);
   } catch (...) {
-    fail(*running[i], fresh_copy_of_current());
+    settle(*running[i], outcome_of_current());
     running[i].reset();
   }
 }
@@ -154,11 +181,11 @@ void Executor::State::wait_for_events() {
 void Executor::State::collect(size_t i) {
   try {
     if (std::optional<Value> result = workers[i]->read_available()) {
-      running[i]->promise.set_value(std::move(*result));
+      settle(*running[i], {Outcome::kValue, std::move(*result), {}, {}});
       running[i].reset();
     }
   } catch (...) {
-    fail(*running[i], fresh_copy_of_current());
+    settle(*running[i], outcome_of_current());
     running[i].reset();
   }
 }
@@ -172,7 +199,7 @@ void Executor::State::expire_overdue() {
     try {
       workers[i]->expire();
     } catch (...) {
-      fail(*running[i], fresh_copy_of_current());
+      settle(*running[i], outcome_of_current());
       running[i].reset();
     }
   }
@@ -211,7 +238,10 @@ Executor::~Executor() { shutdown(false); }
 std::future<Value> Executor::submit(std::string task, Value args) {
   State& s = *state_;
   Job job{.task = std::move(task), .args = std::move(args), .promise = {}};
-  std::future<Value> future = job.promise.get_future();
+  // Deferred: unwrap() runs in the thread that calls get(), so the exception is made there.
+  std::future<Value> future =
+      std::async(std::launch::deferred,
+                 [outcome = job.promise.get_future()]() mutable { return unwrap(outcome.get()); });
   {
     std::lock_guard lock(s.mutex);
     if (s.stopping) throw Error("submit: the pool has been shut down");
