@@ -40,7 +40,15 @@ std::optional<nlohmann::json> FrameDecoder::next() {
   }
   if (buffer_.size() - offset_ - 4 < size) return std::nullopt;
   auto begin = buffer_.begin() + static_cast<std::ptrdiff_t>(offset_ + 4);
-  nlohmann::json value = nlohmann::json::from_cbor(begin, begin + size, true, false);
+  nlohmann::json value;
+  try {
+    // allow_exceptions = false still lets some errors through as exceptions (an array announcing
+    // more elements than memory holds, found by fuzz/frame_fuzz).
+    value = nlohmann::json::from_cbor(begin, begin + size, true, false);
+  } catch (const nlohmann::json::exception& e) {
+    throw ProtocolError(
+        fmt::format("worker protocol: a frame of {} bytes does not decode: {}", size, e.what()));
+  }
   if (value.is_discarded()) {
     throw ProtocolError(
         fmt::format("worker protocol: a frame of {} bytes is not valid CBOR", size));

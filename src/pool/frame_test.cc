@@ -43,6 +43,12 @@ TEST(Frame, OversizeAndGarbageAreProtocolErrors) {
   decoder.feed(garbage, 6);
   EXPECT_THROW(decoder.next(), ProtocolError);
   EXPECT_THROW(encode_frame(std::string(100, 'x'), 16), InvalidArgument);
+  // Found by fuzz/frame_fuzz: an array announcing 2^64-1 elements made nlohmann throw its own
+  // exception despite allow_exceptions = false.
+  FrameDecoder huge;
+  const char huge_array[] = "\x09\x00\x00\x00\x9b\xff\xff\xff\xff\xff\xff\xff\xff";
+  huge.feed(huge_array, 13);
+  EXPECT_THROW(huge.next(), ProtocolError);
 }
 
 }  // namespace
