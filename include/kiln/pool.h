@@ -116,11 +116,8 @@ struct ExecutorOptions {
   int workers = 0;
   // Deadline of every task, from when a worker starts it; std::nullopt: none.
   std::optional<std::chrono::milliseconds> timeout{};
-  std::string initializer{};
-  Value initializer_args{};
-  int max_uses = 0;
-  Output output = Output::inherit;
-  std::filesystem::path output_file{};
+  // Initializer, max_uses and output of every worker.
+  WorkerOptions worker{};
 };
 
 // A pool of workers fed from one queue (the seed's PopenPoolExecutor). One dispatcher thread

@@ -219,13 +219,8 @@ Executor::Executor(ExecutorOptions options) : state_(std::make_unique<State>()) 
   int count = s.options.workers > 0
                   ? s.options.workers
                   : static_cast<int>(std::max(1U, std::thread::hardware_concurrency()));
-  WorkerOptions worker_options{.initializer = s.options.initializer,
-                               .initializer_args = s.options.initializer_args,
-                               .max_uses = s.options.max_uses,
-                               .output = s.options.output,
-                               .output_file = s.options.output_file};
   for (int i = 0; i < count; ++i) {
-    s.workers.push_back(std::make_unique<internal::WorkerProcess>(worker_options));
+    s.workers.push_back(std::make_unique<internal::WorkerProcess>(s.options.worker));
   }
   s.running.resize(s.workers.size());
   s.wake.reset(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));

@@ -68,7 +68,7 @@ TEST(Executor, MapWithErrorCatchingKeepsOrderAndStatuses) {
 }
 
 TEST(Executor, MaxUsesRecyclesOnTheThirdSubmit) {
-  Executor pool({.workers = 1, .max_uses = 2});
+  Executor pool({.workers = 1, .worker = {.max_uses = 2}});
   pid_t a = pool.submit("pid", nullptr).get().get<pid_t>();
   pid_t b = pool.submit("pid", nullptr).get().get<pid_t>();
   pid_t c = pool.submit("pid", nullptr).get().get<pid_t>();

@@ -45,7 +45,8 @@ TEST(PoolStress, EveryResultAccountedForAndResourcesFlat) {
   const int batch = total / 10;
   // Sanitized workers are several times slower; the timeout only has to separate trivial tasks
   // from ten-second ones.
-  Executor pool({.workers = 8, .timeout = sanitized ? 1000ms : 100ms, .output = Output::discard});
+  Executor pool(
+      {.workers = 8, .timeout = sanitized ? 1000ms : 100ms, .worker = {.output = Output::discard}});
   // Each live worker holds three descriptors here (request pipe, response pipe, pidfd); what
   // is left once those are counted out must not grow.
   auto baseline_fds = [] { return testing::open_fds().size() - 3 * testing::child_pids().size(); };
