@@ -93,7 +93,10 @@ struct Executor::State {
   // Owned by the dispatcher thread once it runs.
   std::vector<std::unique_ptr<internal::WorkerProcess>> workers;
   std::vector<std::optional<Job>> running;
+  std::vector<pollfd> poll_fds;
 
+  // Queues the jobs under one lock with one wake-up; their outcomes in the same order.
+  std::vector<std::future<Outcome>> enqueue(std::vector<Job> jobs);
   void notify() const {
     std::uint64_t one = 1;
     [[maybe_unused]] ssize_t n = ::write(wake.get(), &one, sizeof one);
@@ -152,7 +155,8 @@ void Executor::State::start_call(size_t i) {
 }
 
 void Executor::State::wait_for_events() {
-  std::vector<pollfd> fds{{wake.get(), POLLIN, 0}};
+  std::vector<pollfd>& fds = poll_fds;  // reused: no allocation per round
+  fds.assign(1, {wake.get(), POLLIN, 0});
   std::optional<Clock::time_point> soonest;
   for (size_t i = 0; i < workers.size(); ++i) {
     if (!running[i]) continue;
@@ -230,36 +234,54 @@ Executor::Executor(ExecutorOptions options) : state_(std::make_unique<State>()) 
 
 Executor::~Executor() { shutdown(false); }
 
-std::future<Value> Executor::submit(std::string task, Value args) {
-  State& s = *state_;
-  Job job{.task = std::move(task), .args = std::move(args), .promise = {}};
-  // Deferred: unwrap() runs in the thread that calls get(), so the exception is made there.
-  std::future<Value> future =
-      std::async(std::launch::deferred,
-                 [outcome = job.promise.get_future()]() mutable { return unwrap(outcome.get()); });
+std::vector<std::future<Outcome>> Executor::State::enqueue(std::vector<Job> jobs) {
+  std::vector<std::future<Outcome>> outcomes;
+  outcomes.reserve(jobs.size());
+  for (Job& job : jobs) outcomes.push_back(job.promise.get_future());
   {
-    std::lock_guard lock(s.mutex);
-    if (s.stopping) throw Error("submit: the pool has been shut down");
-    s.queue.push_back(std::move(job));
+    std::lock_guard lock(mutex);
+    if (stopping) throw Error("submit: the pool has been shut down");
+    for (Job& job : jobs) queue.push_back(std::move(job));
   }
-  s.notify();
-  return future;
+  notify();  // once for the whole batch
+  return outcomes;
+}
+
+std::future<Value> Executor::submit(std::string task, Value args) {
+  std::vector<Job> jobs(1);
+  jobs[0].task = std::move(task);
+  jobs[0].args = std::move(args);
+  std::future<Outcome> outcome = std::move(state_->enqueue(std::move(jobs)).front());
+  // Deferred: unwrap() runs in the thread that calls get(), so the exception is made there.
+  return std::async(std::launch::deferred,
+                    [outcome = std::move(outcome)]() mutable { return unwrap(outcome.get()); });
 }
 
 std::vector<MapResult> Executor::map_with_error_catching(const std::string& task,
                                                          const std::vector<Value>& items) {
-  std::vector<std::future<Value>> futures;
-  futures.reserve(items.size());
-  for (const Value& item : items) futures.push_back(submit(task, item));
+  std::vector<Job> jobs(items.size());
+  for (size_t i = 0; i < items.size(); ++i) {
+    jobs[i].task = task;
+    jobs[i].args = items[i];
+  }
+  std::vector<std::future<Outcome>> outcomes = state_->enqueue(std::move(jobs));
   std::vector<MapResult> results;
   results.reserve(items.size());
-  for (std::future<Value>& f : futures) {
-    try {
-      results.push_back({StatusKind::COMPLETE, f.get()});
-    } catch (const TimeoutError& e) {
-      results.push_back({StatusKind::TIMEOUT, e.what()});
-    } catch (const std::exception& e) {
-      results.push_back({StatusKind::EXCEPTION, e.what()});
+  for (std::future<Outcome>& f : outcomes) {
+    Outcome o = f.get();
+    switch (o.kind) {
+      case Outcome::kValue:
+        results.push_back({StatusKind::COMPLETE, std::move(o.value)});
+        break;
+      case Outcome::kTimeout:
+        results.push_back({StatusKind::TIMEOUT, std::move(o.message)});
+        break;
+      case Outcome::kTask:
+        results.push_back({StatusKind::EXCEPTION, o.type + ": " + o.message});
+        break;
+      default:
+        results.push_back({StatusKind::EXCEPTION, std::move(o.message)});
+        break;
     }
   }
   return results;
