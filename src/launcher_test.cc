@@ -144,6 +144,13 @@ TEST(Launcher, DistccCompilesThroughALoopbackDaemon) {
   } catch (const Error& e) {
     error = e.what();
   }
+  // The daemon writes its job summary after the client has its object: wait for it before
+  // stopping the daemon, or the summary can be cut off.
+  auto summary_deadline = std::chrono::steady_clock::now() + 10s;
+  while (testing::read_file(log).find("COMPILE_OK") == std::string::npos &&
+         std::chrono::steady_clock::now() < summary_deadline) {
+    std::this_thread::sleep_for(10ms);
+  }
   // Stop the daemon's whole process group (it pre-forks workers).
   pid_t pid = 0;
   std::ifstream(pid_file) >> pid;
