@@ -5,6 +5,11 @@
 #include "kiln/error.h"
 
 namespace kiln::internal {
+namespace {
+
+constexpr std::size_t kKeptCapacity = std::size_t{256} * 1024;
+
+}  // namespace
 
 std::string encode_frame(const nlohmann::json& value, std::uint32_t max_bytes) {
   std::vector<std::uint8_t> body = nlohmann::json::to_cbor(value);
@@ -25,6 +30,9 @@ void FrameDecoder::feed(const char* data, std::size_t size) {
   if (offset_ > 0) {  // drop what was decoded, so the buffer never grows past one frame
     buffer_.erase(0, offset_);
     offset_ = 0;
+  }
+  if (buffer_.empty() && buffer_.capacity() > kKeptCapacity) {
+    std::string().swap(buffer_);  // one large frame must not pin its memory in an idle worker
   }
   buffer_.append(data, size);
 }
