@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "internal/path_list.h"
 #include "kiln/elf.h"
 #include "kiln/error.h"
 #include "kiln/paths.h"
@@ -130,12 +131,9 @@ TripleGetter memoize(TripleGetter getter) {
 
 std::optional<std::string> find_on_path(std::string_view name) {
   const char* path = std::getenv("PATH");
-  std::string_view dirs = path != nullptr ? path : "";
-  for (size_t begin = 0; begin <= dirs.size();) {
-    size_t end = std::min(dirs.find(':', begin), dirs.size());
-    fs::path candidate = fs::path(dirs.substr(begin, end - begin)) / name;
-    if (!candidate.parent_path().empty() && which(candidate.string())) return candidate.string();
-    begin = end + 1;
+  for (const std::string& dir : internal::split_path_list(path != nullptr ? path : "")) {
+    fs::path candidate = fs::path(dir) / name;
+    if (!dir.empty() && which(candidate.string())) return candidate.string();
   }
   return std::nullopt;
 }

@@ -1,5 +1,7 @@
 #include "kiln/paths.h"
 
+#include "internal/path_list.h"
+
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -25,11 +27,9 @@ std::optional<fs::path> which(std::string_view name) {
   if (name.empty()) return std::nullopt;
   std::vector<fs::path> candidates{fs::path(name), fs::path("/bin") / name};
   const char* path_variable = std::getenv("PATH");  // NOLINT(concurrency-mt-unsafe)
-  std::string_view dirs = path_variable != nullptr ? path_variable : "";
-  for (size_t begin = 0; begin <= dirs.size();) {
-    size_t end = std::min(dirs.find(':', begin), dirs.size());
-    candidates.push_back(fs::path(dirs.substr(begin, end - begin)) / name);
-    begin = end + 1;
+  for (const std::string& dir :
+       internal::split_path_list(path_variable != nullptr ? path_variable : "")) {
+    candidates.push_back(fs::path(dir) / name);
   }
   for (const fs::path& candidate : candidates) {
     if (is_executable_file(candidate)) return candidate;

@@ -14,6 +14,7 @@
 
 #include <fmt/format.h>
 
+#include "internal/path_list.h"
 #include "internal/spawn.h"
 #include "kiln/error.h"
 
@@ -268,17 +269,12 @@ std::filesystem::path resolve_executable(const std::string& name, const std::str
                             fmt::format("cannot run '{}': it is not an executable file", name));
   }
   std::optional<fs::path> refused;
-  size_t begin = 0;
-  while (begin <= path_variable.size()) {
-    size_t end = path_variable.find(':', begin);
-    if (end == std::string::npos) end = path_variable.size();
-    std::string dir = path_variable.substr(begin, end - begin);
+  for (const std::string& dir : split_path_list(path_variable)) {
     fs::path p = fs::path(dir.empty() ? "." : dir) / name;
     if (p.is_relative() && !cwd.empty()) p = cwd / p;
     int e = check_candidate(p);
     if (e == 0) return fs::absolute(p);
     if ((e == EACCES || e == EISDIR) && !refused) refused = p;
-    begin = end + 1;
   }
   if (refused) {
     throw ToolNotExecutable(name, fmt::format("cannot run '{}': found {} in PATH, but it is not "
