@@ -9,6 +9,7 @@
 //
 //   build/release/bench/pool_bench
 #include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -44,15 +45,6 @@ KILN_TASK(suicide, [](const Value&) -> Value {
 constexpr const char* kRawEcho = "--raw-echo";
 constexpr const char* kExitNow = "--exit-now";
 
-bool read_exact(int fd, char* data, size_t size) {
-  while (size > 0) {
-    ssize_t n = ::read(fd, data, size);
-    if (n <= 0) return false;
-    data += n;
-    size -= static_cast<size_t>(n);
-  }
-  return true;
-}
 
 bool write_exact(int fd, const char* data, size_t size) {
   while (size > 0) {
@@ -64,17 +56,34 @@ bool write_exact(int fd, const char* data, size_t size) {
   return true;
 }
 
-// The raw floor's child: echoes length-prefixed messages from stdin to stdout.
+// Reads into `buffer` until it holds one whole length-prefixed message; false at end of input.
+bool read_message(int fd, std::string& buffer) {
+  std::size_t have = 0;
+  std::size_t want = 4;
+  for (;;) {
+    if (buffer.size() < want) buffer.resize(std::max(want, std::size_t{64} * 1024));
+    ssize_t n = ::read(fd, buffer.data() + have, buffer.size() - have);
+    if (n <= 0) return false;
+    have += static_cast<std::size_t>(n);
+    if (have >= 4 && want == 4) {
+      std::uint32_t size = 0;
+      std::memcpy(&size, buffer.data(), 4);
+      want = 4 + std::size_t{size};
+    }
+    if (have >= want) return true;
+  }
+}
+
+// The raw floor's child: echoes length-prefixed messages from stdin to stdout, one read(2) and
+// one write(2) per message when they fit in the pipe.
 int raw_echo() {
   std::string buffer;
-  for (;;) {
+  while (read_message(0, buffer)) {
     std::uint32_t size = 0;
-    if (!read_exact(0, reinterpret_cast<char*>(&size), 4)) return 0;
-    buffer.resize(size);
-    if (!read_exact(0, buffer.data(), size)) return 1;
-    if (!write_exact(1, reinterpret_cast<char*>(&size), 4) || !write_exact(1, buffer.data(), size))
-      return 1;
+    std::memcpy(&size, buffer.data(), 4);
+    if (!write_exact(1, buffer.data(), 4 + std::size_t{size})) return 1;
   }
+  return 0;
 }
 
 // A raw two-process pipe pair: this program in raw-echo mode on the other end.
@@ -102,17 +111,13 @@ class RawPair {
     int status = 0;
     waitpid(pid_, &status, 0);
   }
+  pid_t pid() const noexcept { return pid_; }
   RawPair(const RawPair&) = delete;
   RawPair& operator=(const RawPair&) = delete;
 
-  void round_trip(const std::string& payload) {
-    std::uint32_t size = static_cast<std::uint32_t>(payload.size());
-    std::string reply(payload.size(), '\0');
-    std::uint32_t reply_size = 0;
-    if (!write_exact(out_, reinterpret_cast<char*>(&size), 4) ||
-        !write_exact(out_, payload.data(), size) ||
-        !read_exact(in_, reinterpret_cast<char*>(&reply_size), 4) ||
-        !read_exact(in_, reply.data(), reply_size)) {
+  // One message out and its echo back; `message` is a length prefix and its payload (framed()).
+  void round_trip(const std::string& message) {
+    if (!write_exact(out_, message.data(), message.size()) || !read_message(in_, reply_)) {
       std::abort();
     }
   }
@@ -120,7 +125,37 @@ class RawPair {
  private:
   pid_t pid_ = 0;
   int out_ = -1, in_ = -1;
+  std::string reply_;
 };
+
+// `payload` behind a 4-byte length, as the raw pair sends it.
+std::string framed(const std::string& payload) {
+  auto size = static_cast<std::uint32_t>(payload.size());
+  std::string message(reinterpret_cast<const char*>(&size), 4);
+  return message + payload;
+}
+
+// Pins `pid` (0: the calling thread) to `cpus`. On this kind of virtual machine a round trip
+// between two CPUs costs whatever waking an idle virtual CPU costs (about 65 us here, against
+// 2 us on one CPU), and where the scheduler puts each process is luck: the latency figures pin
+// the pool and its floor alike to one CPU, so that both measure software and not placement.
+void pin(pid_t pid, const std::vector<int>& cpus) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  for (int cpu : cpus) CPU_SET(cpu, &set);
+  if (::sched_setaffinity(pid, sizeof set, &set) != 0) std::perror("sched_setaffinity");
+}
+
+std::vector<int> all_cpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  std::vector<int> cpus;
+  if (::sched_getaffinity(0, sizeof set, &set) != 0) return {0};
+  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
+    if (CPU_ISSET(cpu, &set)) cpus.push_back(cpu);
+  }
+  return cpus;
+}
 
 void figure(const char* what, double value, const char* unit, const char* goal, bool met) {
   std::printf("  %-58s %10.3f %-3s %s: %s\n", what, value, unit, goal, met ? "met" : "NOT met");
@@ -145,16 +180,25 @@ int main(int argc, char** argv) {
   // 1. Warm round trip.
   kiln::pool::Worker worker;
   RawPair raw;
+  worker.call("noop", 0, 10s);
+  const std::vector<int> cpus = all_cpus();
+  const std::vector<int> one_cpu = {cpus.front()};
+  for (pid_t pid : {pid_t{0}, worker.pid(), raw.pid()}) pin(pid, one_cpu);
+  std::printf("  (round trips with the pool, its worker and the raw pair pinned to CPU %d)\n",
+              one_cpu.front());
+  const std::string ping = framed("ping");
   std::vector<double> pool_rt, raw_rt;
   worker.call("noop", 0, 10s);
   for (int i = 0; i < 2000; ++i) {
     pool_rt.push_back(time_us([&] { worker.call("noop", i, 10s); }));
-    raw_rt.push_back(time_us([&] { raw.round_trip("ping"); }));
+    raw_rt.push_back(time_us([&] { raw.round_trip(ping); }));
   }
   double rt = median(pool_rt) / median(raw_rt);
   std::printf("  warm round trip: pool %.1f us, raw pipe %.1f us\n", median(pool_rt),
               median(raw_rt));
   figure("1. warm round trip, pool / raw", rt, "x", "goal <= 2.5", rt <= 2.5);
+
+  pin(0, cpus);
 
   // 2. Cold start.
   std::vector<double> cold, spawn;
@@ -180,7 +224,7 @@ int main(int argc, char** argv) {
                    for (int p = 0; p < 2; ++p) {
                      pairs.emplace_back([&] {
                        RawPair pair;
-                       for (int i = 0; i < kTasks / 2; ++i) pair.round_trip("ping");
+                       for (int i = 0; i < kTasks / 2; ++i) pair.round_trip(ping);
                      });
                    }
                    for (auto& t : pairs) t.join();
@@ -230,17 +274,21 @@ int main(int argc, char** argv) {
   figure("5b. next answer after a crash / cold start", next_after_crash, "x", "goal <= 2",
          next_after_crash <= 2);
 
-  // 6. 1 MiB echoed.
+  // 6. 1 MiB echoed, pinned like figure 1.
+  pin(0, one_cpu);
   std::string mib(size_t{1} << 20, 'x');
+  std::string mib_message = framed(mib);
   Value bytes = Value::binary(std::vector<std::uint8_t>(mib.begin(), mib.end()));
   std::vector<double> pool_mib, raw_mib;
   for (int i = 0; i < 30; ++i) {
     pool_mib.push_back(time_us([&] { worker.call("noop", bytes, 10s); }));
-    raw_mib.push_back(time_us([&] { raw.round_trip(mib); }));
+    raw_mib.push_back(time_us([&] { raw.round_trip(mib_message); }));
   }
   double mib_ratio = median(pool_mib) / median(raw_mib);
   std::printf("  1 MiB echo: pool %.1f us, raw %.1f us\n", median(pool_mib), median(raw_mib));
   figure("6. 1 MiB echo, pool / raw", mib_ratio, "x", "goal <= 2", mib_ratio <= 2);
+
+  pin(0, cpus);
 
   // 7. Idle worker RSS: a fresh worker after one trivial call (and, for information, the worker
   // that just echoed 1 MiB).

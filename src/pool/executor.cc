@@ -1,9 +1,16 @@
 // The Executor: one dispatcher thread drives every worker process through one poll loop.
+//
+// A worker whose calls prove quick is sent several at once, so that it finds its next request
+// already in its pipe and the dispatcher reads many answers per wake-up: as many as it typically
+// runs in kQueuedWork (at most kMaxDepth). A worker whose calls take kQueuedWork or longer gets one
+// at a time, so a call that turns out slow holds little or no queued work hostage. Calls queued
+// behind one that crashes or times out never started: they go back to the front of the queue.
 #include <poll.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <condition_variable>
 #include <deque>
 #include <mutex>
 #include <thread>
@@ -11,34 +18,53 @@
 #include "internal/fd.h"
 #include "kiln/error.h"
 #include "kiln/pool.h"
+#include "pool/outcome.h"
 #include "pool/worker_process.h"
 
 namespace kiln::pool {
 namespace {
 
 using internal::Clock;
+using internal::Outcome;
 
-// How a job ended, as plain data: the exception the caller sees is made in the caller's own thread
-// (see Executor::submit), so no exception object is ever shared between threads. (Sharing one
-// goes through reference counts inside libstdc++ that ThreadSanitizer cannot see.)
-struct Outcome {
-  enum Kind { kValue, kTimeout, kChildDied, kProtocol, kTask, kOther } kind = kValue;
-  Value value;
-  std::string type;     // kTask: the task's exception type
-  std::string message;  // everything but kValue
+constexpr std::size_t kMaxDepth = 64;
+constexpr auto kQueuedWork = std::chrono::milliseconds(1);
+
+// How many calls a worker whose calls typically take `typical` should have in flight.
+std::size_t depth_for(std::optional<Clock::duration> typical) {
+  if (!typical) return 1;  // nothing known yet
+  auto ticks = std::max<Clock::rep>(1, typical->count());
+  auto depth = static_cast<std::size_t>(Clock::duration(kQueuedWork).count() / ticks);
+  return std::clamp<std::size_t>(depth, 1, kMaxDepth);
+}
+
+// The outcomes of one submission (one submit(), or one map_with_error_catching() call): the
+// caller waits once for all of them, instead of once per job.
+struct Batch {
+  explicit Batch(std::size_t size) : outcomes(size), remaining(size) {}
+  std::mutex mutex;
+  std::condition_variable done;
+  std::vector<Outcome> outcomes;
+  std::size_t remaining;
+
+  void wait() {
+    std::unique_lock lock(mutex);
+    done.wait(lock, [this] { return remaining == 0; });
+  }
 };
 
 struct Job {
   std::string task;
   Value args;
-  std::promise<Outcome> promise;
+  std::shared_ptr<Batch> batch;
+  std::size_t index = 0;  // in batch->outcomes
 };
 
 void settle(Job& job, Outcome outcome) {
-  try {
-    job.promise.set_value(std::move(outcome));
-  } catch (const std::future_error&) {  // NOLINT(bugprone-empty-catch): already satisfied
-  }
+  Batch& batch = *job.batch;
+  std::lock_guard lock(batch.mutex);
+  batch.outcomes[job.index] = std::move(outcome);
+  if (--batch.remaining == 0) batch.done.notify_all();
 }
 
 // The error in flight, as an Outcome.
@@ -46,42 +72,29 @@ Outcome outcome_of_current() {
   try {
     throw;
   } catch (const TimeoutError& e) {
-    return {Outcome::kTimeout, nullptr, {}, e.what()};
+    return Outcome::error(Outcome::kTimeout, e.what());
   } catch (const ChildProcessError& e) {
-    return {Outcome::kChildDied, nullptr, {}, e.what()};
+    return Outcome::error(Outcome::kChildDied, e.what());
   } catch (const ProtocolError& e) {
-    return {Outcome::kProtocol, nullptr, {}, e.what()};
+    return Outcome::error(Outcome::kProtocol, e.what());
   } catch (const TaskError& e) {
     return {Outcome::kTask, nullptr, e.type_name(), e.message()};
   } catch (const std::exception& e) {
-    return {Outcome::kOther, nullptr, {}, e.what()};
+    return Outcome::error(Outcome::kOther, e.what());
   } catch (...) {
-    return {Outcome::kOther, nullptr, {}, "unknown error in the pool"};
+    return Outcome::error(Outcome::kOther, "unknown error in the pool");
   }
-}
-
-// The result for the caller, or the exception the outcome stands for.
-Value unwrap(Outcome outcome) {
-  switch (outcome.kind) {
-    case Outcome::kValue:
-      return std::move(outcome.value);
-    case Outcome::kTimeout:
-      throw TimeoutError(outcome.message);
-    case Outcome::kChildDied:
-      throw ChildProcessError(outcome.message);
-    case Outcome::kProtocol:
-      throw ProtocolError(outcome.message);
-    case Outcome::kTask:
-      throw TaskError(outcome.type, outcome.message);
-    case Outcome::kOther:
-      break;
-  }
-  throw Error(outcome.message);
 }
 
 }  // namespace
 
 struct Executor::State {
+  // One worker process and the jobs sent to it, oldest first.
+  struct Slot {
+    std::unique_ptr<internal::WorkerProcess> process;
+    std::deque<Job> jobs;
+  };
+
   ExecutorOptions options;
   std::mutex mutex;  // guards queue, stopping, abandon
   std::deque<Job> queue;
@@ -91,77 +104,130 @@ struct Executor::State {
   std::mutex shutdown_mutex;  // serializes shutdown() callers
   std::thread dispatcher;
   // Owned by the dispatcher thread once it runs.
-  std::vector<std::unique_ptr<internal::WorkerProcess>> workers;
-  std::vector<std::optional<Job>> running;
+  std::vector<Slot> slots;
   std::vector<pollfd> poll_fds;
+  std::vector<std::size_t> poll_slots;  // the slot of each entry of poll_fds after the first
+  std::vector<std::size_t> depth;       // take_work's per-slot limit, reused
 
-  // Queues the jobs under one lock with one wake-up; their outcomes in the same order.
-  std::vector<std::future<Outcome>> enqueue(std::vector<Job> jobs);
+  // Queues one job per item under one lock with one wake-up.
+  std::shared_ptr<Batch> enqueue(const std::string& task, std::vector<Value> items);
   void notify() const {
     std::uint64_t one = 1;
     [[maybe_unused]] ssize_t n = ::write(wake.get(), &one, sizeof one);
   }
   bool take_work();
-  void start_call(size_t i);
+  bool abandon_all();
+  void send(Slot& slot, Job job);
   void wait_for_events();
-  void collect(size_t i);
-  void expire_overdue();
+  // Settles the oldest jobs of `slot` as its worker reports them; re-queues the `dropped`
+  // newest, which never started.
+  void settle_ended(Slot& slot, std::size_t dropped_count);
+  internal::WorkerProcess::Ended ended_for(Slot& slot) {
+    return [&slot](Outcome outcome) {
+      settle(slot.jobs.front(), std::move(outcome));
+      slot.jobs.pop_front();
+    };
+  }
   void loop();
 };
 
-// Hands queued jobs to idle workers. Returns false when the loop should end: the pool is
-// stopping and has no work left, or it is abandoning its work (shutdown(false)).
+// Hands queued jobs to workers, level by level so that the queue is shared fairly. Returns false
+// when the loop should end: the pool is stopping and has no work left, or it is abandoning its
+// work (shutdown(false)).
 bool Executor::State::take_work() {
-  std::deque<Job> dropped;
-  std::vector<size_t> started;
-  bool abandoning = false;
+  std::size_t room = 0;
+  depth.resize(slots.size());
+  for (std::size_t i = 0; i < slots.size(); ++i) {
+    std::size_t in_flight = slots[i].jobs.size();
+    depth[i] = depth_for(slots[i].process->typical_call_time());
+    // A quick worker is topped up once half its calls are answered: one write (and one wake-up
+    // of the worker) per kMaxDepth / 2 calls, not one per call.
+    if (depth[i] > 1 && in_flight > depth[i] / 2) depth[i] = in_flight;
+    room += depth[i] - std::min(depth[i], in_flight);
+  }
+  std::deque<Job> batch;
   {
     std::lock_guard lock(mutex);
-    abandoning = abandon;
-    if (abandoning) dropped.swap(queue);
-    for (size_t i = 0; i < workers.size() && !abandoning && !queue.empty(); ++i) {
-      if (running[i]) continue;
-      running[i] = std::move(queue.front());
+    if (abandon) return abandon_all();
+    while (batch.size() < room && !queue.empty()) {
+      batch.push_back(std::move(queue.front()));
       queue.pop_front();
-      started.push_back(i);
     }
   }
-  if (abandoning) {
-    const Outcome shut{
-        Outcome::kOther, nullptr, {}, "the pool was shut down before the task finished"};
-    for (Job& job : dropped) settle(job, shut);
-    for (size_t i = 0; i < workers.size(); ++i) {
-      if (!running[i]) continue;
-      workers[i]->stop();
-      settle(*running[i], shut);
-      running[i].reset();
+  for (std::size_t level = 1; level <= kMaxDepth && !batch.empty(); ++level) {
+    bool any = false;
+    for (std::size_t i = 0; i < slots.size() && !batch.empty(); ++i) {
+      Slot& slot = slots[i];
+      if (slot.jobs.size() >= level || level > depth[i]) continue;
+      if (!slot.jobs.empty() && !slot.process->accepts_call()) continue;
+      send(slot, std::move(batch.front()));
+      batch.pop_front();
+      any = true;
     }
-    return false;
+    if (!any) break;
   }
-  for (size_t i : started) start_call(i);
+  for (Slot& slot : slots) {
+    if (slot.process->wants_to_write()) slot.process->flush();
+  }
   bool busy =
-      std::any_of(running.begin(), running.end(), [](const auto& r) { return r.has_value(); });
+      std::any_of(slots.begin(), slots.end(), [](const Slot& s) { return !s.jobs.empty(); });
   std::lock_guard lock(mutex);
+  while (!batch.empty()) {  // what no worker could take yet goes back, in order
+    queue.push_front(std::move(batch.back()));
+    batch.pop_back();
+  }
   return !(stopping && queue.empty() && !busy);
 }
 
-void Executor::State::start_call(size_t i) {
+// Fails what is queued and what runs (called with the mutex held). Returns false.
+bool Executor::State::abandon_all() {
+  const Outcome shut =
+      Outcome::error(Outcome::kOther, "the pool was shut down before the task finished");
+  for (Job& job : queue) settle(job, shut);
+  queue.clear();
+  for (Slot& slot : slots) {
+    slot.process->stop();
+    for (Job& job : slot.jobs) settle(job, shut);
+    slot.jobs.clear();
+  }
+  return false;
+}
+
+void Executor::State::send(Slot& slot, Job job) {
+  slot.jobs.push_back(std::move(job));
   try {
-    workers[i]->begin_call(running[i]->task, running[i]->args, options.timeout);
+    slot.process->send(slot.jobs.back().task, slot.jobs.back().args, options.timeout);
   } catch (...) {
-    settle(*running[i], outcome_of_current());
-    running[i].reset();
+    settle(slot.jobs.back(), outcome_of_current());
+    slot.jobs.pop_back();
+  }
+}
+
+void Executor::State::settle_ended(Slot& slot, std::size_t dropped_count) {
+  if (dropped_count == 0) return;
+  std::lock_guard lock(mutex);
+  for (std::size_t k = 0; k < dropped_count && !slot.jobs.empty(); ++k) {
+    queue.push_front(std::move(slot.jobs.back()));
+    slot.jobs.pop_back();
   }
 }
 
 void Executor::State::wait_for_events() {
   std::vector<pollfd>& fds = poll_fds;  // reused: no allocation per round
   fds.assign(1, {wake.get(), POLLIN, 0});
+  poll_slots.clear();
   std::optional<Clock::time_point> soonest;
-  for (size_t i = 0; i < workers.size(); ++i) {
-    if (!running[i]) continue;
-    fds.push_back({workers[i]->response_fd(), POLLIN, 0});
-    if (auto d = workers[i]->deadline(); d && (!soonest || *d < *soonest)) soonest = d;
+  for (std::size_t i = 0; i < slots.size(); ++i) {
+    internal::WorkerProcess& process = *slots[i].process;
+    if (slots[i].jobs.empty()) continue;
+    short events = POLLIN;
+    fds.push_back({process.response_fd(), events, 0});
+    poll_slots.push_back(i);
+    if (process.wants_to_write()) {
+      fds.push_back({process.request_fd(), POLLOUT, 0});
+      poll_slots.push_back(i);
+    }
+    if (auto d = process.deadline(); d && (!soonest || *d < *soonest)) soonest = d;
   }
   int timeout_ms = -1;
   if (soonest) {
@@ -175,46 +241,25 @@ void Executor::State::wait_for_events() {
     std::uint64_t count = 0;
     [[maybe_unused]] ssize_t n = ::read(wake.get(), &count, sizeof count);
   }
-  size_t k = 1;
-  for (size_t i = 0; i < workers.size(); ++i) {
-    if (!running[i]) continue;
-    if (fds[k++].revents != 0) collect(i);
-  }
-}
-
-void Executor::State::collect(size_t i) {
-  try {
-    if (std::optional<Value> result = workers[i]->read_available()) {
-      settle(*running[i], {Outcome::kValue, std::move(*result), {}, {}});
-      running[i].reset();
+  for (std::size_t k = 1; k < fds.size(); ++k) {
+    if (fds[k].revents == 0) continue;
+    Slot& slot = slots[poll_slots[k - 1]];
+    if (fds[k].events == POLLOUT) {
+      if (slot.process->wants_to_write()) slot.process->flush();
+    } else if (!slot.jobs.empty()) {
+      settle_ended(slot, slot.process->read_available(ended_for(slot)));
     }
-  } catch (...) {
-    settle(*running[i], outcome_of_current());
-    running[i].reset();
   }
-}
-
-void Executor::State::expire_overdue() {
   auto now = Clock::now();
-  for (size_t i = 0; i < workers.size(); ++i) {
-    if (!running[i]) continue;
-    auto deadline = workers[i]->deadline();
-    if (!deadline || *deadline > now) continue;
-    try {
-      workers[i]->expire();
-    } catch (...) {
-      settle(*running[i], outcome_of_current());
-      running[i].reset();
-    }
+  for (Slot& slot : slots) {
+    if (slot.jobs.empty()) continue;
+    settle_ended(slot, slot.process->expire_if_overdue(now, ended_for(slot)));
   }
 }
 
 void Executor::State::loop() {
-  while (take_work()) {
-    wait_for_events();
-    expire_overdue();
-  }
-  for (auto& worker : workers) worker->stop();
+  while (take_work()) wait_for_events();
+  for (Slot& slot : slots) slot.process->stop();
 }
 
 Executor::Executor(ExecutorOptions options) : state_(std::make_unique<State>()) {
@@ -223,10 +268,10 @@ Executor::Executor(ExecutorOptions options) : state_(std::make_unique<State>()) 
   int count = s.options.workers > 0
                   ? s.options.workers
                   : static_cast<int>(std::max(1U, std::thread::hardware_concurrency()));
-  for (int i = 0; i < count; ++i) {
-    s.workers.push_back(std::make_unique<internal::WorkerProcess>(s.options.worker));
+  s.slots.resize(static_cast<std::size_t>(count));
+  for (State::Slot& slot : s.slots) {
+    slot.process = std::make_unique<internal::WorkerProcess>(s.options.worker);
   }
-  s.running.resize(s.workers.size());
   s.wake.reset(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
   if (!s.wake) throw SystemError("eventfd", errno);
   s.dispatcher = std::thread([&s] { s.loop(); });
@@ -234,41 +279,38 @@ Executor::Executor(ExecutorOptions options) : state_(std::make_unique<State>()) 
 
 Executor::~Executor() { shutdown(false); }
 
-std::vector<std::future<Outcome>> Executor::State::enqueue(std::vector<Job> jobs) {
-  std::vector<std::future<Outcome>> outcomes;
-  outcomes.reserve(jobs.size());
-  for (Job& job : jobs) outcomes.push_back(job.promise.get_future());
+std::shared_ptr<Batch> Executor::State::enqueue(const std::string& task,
+                                                std::vector<Value> items) {
+  auto batch = std::make_shared<Batch>(items.size());
   {
     std::lock_guard lock(mutex);
     if (stopping) throw Error("submit: the pool has been shut down");
-    for (Job& job : jobs) queue.push_back(std::move(job));
+    for (std::size_t i = 0; i < items.size(); ++i) {
+      queue.push_back({task, std::move(items[i]), batch, i});
+    }
   }
   notify();  // once for the whole batch
-  return outcomes;
+  return batch;
 }
 
 std::future<Value> Executor::submit(std::string task, Value args) {
-  std::vector<Job> jobs(1);
-  jobs[0].task = std::move(task);
-  jobs[0].args = std::move(args);
-  std::future<Outcome> outcome = std::move(state_->enqueue(std::move(jobs)).front());
+  std::vector<Value> items;
+  items.push_back(std::move(args));
+  std::shared_ptr<Batch> batch = state_->enqueue(task, std::move(items));
   // Deferred: unwrap() runs in the thread that calls get(), so the exception is made there.
-  return std::async(std::launch::deferred,
-                    [outcome = std::move(outcome)]() mutable { return unwrap(outcome.get()); });
+  return std::async(std::launch::deferred, [batch = std::move(batch)] {
+    batch->wait();
+    return internal::unwrap(std::move(batch->outcomes[0]));
+  });
 }
 
 std::vector<MapResult> Executor::map_with_error_catching(const std::string& task,
                                                          const std::vector<Value>& items) {
-  std::vector<Job> jobs(items.size());
-  for (size_t i = 0; i < items.size(); ++i) {
-    jobs[i].task = task;
-    jobs[i].args = items[i];
-  }
-  std::vector<std::future<Outcome>> outcomes = state_->enqueue(std::move(jobs));
+  std::shared_ptr<Batch> batch = state_->enqueue(task, items);
+  batch->wait();
   std::vector<MapResult> results;
   results.reserve(items.size());
-  for (std::future<Outcome>& f : outcomes) {
-    Outcome o = f.get();
+  for (Outcome& o : batch->outcomes) {
     switch (o.kind) {
       case Outcome::kValue:
         results.push_back({StatusKind::COMPLETE, std::move(o.value)});

@@ -1,9 +1,14 @@
-// The worker protocol's framing: a 4-byte little-endian length, then that many bytes of CBOR.
+// The worker protocol's framing: a 4-byte little-endian length, then that many bytes of CBOR
+// (pool/cbor.h).
 #pragma once
 
+#include <sys/types.h>
+
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include <nlohmann/json.hpp>
 
@@ -12,7 +17,18 @@ namespace kiln::internal {
 // Frames larger than this are refused on both sides: a peer that announces more is broken.
 inline constexpr std::uint32_t kMaxFrameBytes = std::uint32_t{256} << 20;
 
-// The frame for `value`. Throws InvalidArgument when its encoding exceeds `max_bytes`.
+// Appends the frame for `value` to `out`. Throws InvalidArgument, leaving `out` as it was, when
+// the encoding exceeds `max_bytes`.
+void append_frame(std::string& out, const nlohmann::json& value,
+                  std::uint32_t max_bytes = kMaxFrameBytes);
+// The protocol's messages (pool/protocol.h), encoded without first copying their parts into one
+// value. Each throws like append_frame.
+void append_call_frame(std::string& out, std::string_view task, const nlohmann::json& args,
+                       std::uint32_t max_bytes = kMaxFrameBytes);
+void append_answer_frame(std::string& out, const nlohmann::json& value,
+                         std::uint32_t max_bytes = kMaxFrameBytes);
+void append_error_frame(std::string& out, std::string_view type, std::string_view message);
+// The frame for `value`, as a new string.
 std::string encode_frame(const nlohmann::json& value, std::uint32_t max_bytes = kMaxFrameBytes);
 
 // Turns a byte stream back into values, however the bytes were split.
@@ -21,16 +37,26 @@ class FrameDecoder {
   explicit FrameDecoder(std::uint32_t max_bytes = kMaxFrameBytes) : max_bytes_(max_bytes) {}
 
   void feed(const char* data, std::size_t size);
+  // One read(2) from `fd` straight into the buffer, sized for the rest of the frame being
+  // received (so a large frame is read without being copied again). Returns what read returned.
+  ssize_t read_from(int fd);
   // The next complete value, or std::nullopt until more bytes arrive. Throws ProtocolError for a
   // length over the limit or a body that is not CBOR; the decoder is unusable afterwards.
   std::optional<nlohmann::json> next();
   // True when no partial frame is buffered (a clean place for the stream to end).
-  bool at_boundary() const noexcept { return offset_ == buffer_.size(); }
+  bool at_boundary() const noexcept { return begin_ == end_; }
 
  private:
+  // Makes room for at least `room` more bytes after end_.
+  void reserve(std::size_t room);
+  // The announced size of the frame at begin_, once its length is buffered.
+  std::optional<std::uint32_t> announced() const;
+
   std::uint32_t max_bytes_;
-  std::string buffer_;
-  std::size_t offset_ = 0;
+  std::unique_ptr<char[]> data_;
+  std::size_t capacity_ = 0;
+  std::size_t begin_ = 0;  // first byte not yet decoded
+  std::size_t end_ = 0;    // one past the last byte received
 };
 
 }  // namespace kiln::internal

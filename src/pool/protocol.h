@@ -1,10 +1,12 @@
 // The messages between a pool's parent and its workers, and how a worker is started.
 //
-// The parent writes requests on the worker's fd 3 and reads responses on its fd 4, one frame
-// (pool/frame.h) each:
-//   request:  {"op": "init" | "call", "task": <name>, "args": <value>}
-//   response: {"ok": <value>}  or  {"error": {"type": <type name>, "message": <text>}}
-// A worker's first frame, before any request, is {"ok": "ready"}.
+// The parent writes requests on the worker's fd 3 and reads answers on its fd 4, one frame
+// (pool/frame.h) each, CBOR arrays:
+//   request: [task name, args]            (an initializer is a request like any other)
+//   answer:  [true, result]  or  [false, exception type name, message]
+// A worker's first frame, before any request, is [true, "ready"]. The parent may send several
+// requests before the first answer arrives; the worker answers them in order, each as soon as
+// it is done.
 #pragma once
 
 namespace kiln::internal {

@@ -43,37 +43,44 @@ std::string type_name_of(const std::exception& e) {
   return name;
 }
 
-Value error_response(const std::string& type, const std::string& message) {
-  return Value{{"error", {{"type", type}, {"message", message}}}};
-}
-
-Value handle(const Value& request) {
-  std::string task = request.value("task", "");
+// The answer to one request, appended to `out`. Throws ProtocolError for a request that is not
+// [task name, args]: the parent is broken, and the worker exits.
+void answer(const Value& request, std::string& out) {
+  if (!request.is_array() || request.size() != 2 || !request[0].is_string()) {
+    throw ProtocolError("worker protocol: a request that is not [task, args]");
+  }
+  const std::string& task = request[0].get_ref<const std::string&>();
   TaskFn fn;
   {
     Registry& r = registry();
     std::lock_guard lock(r.mutex);
     auto it = r.tasks.find(task);
     if (it == r.tasks.end()) {
-      return error_response(
-          "kiln::InvalidArgument",
+      internal::append_error_frame(
+          out, "kiln::InvalidArgument",
           fmt::format("unknown task '{}': this program registers no task by that name", task));
+      return;
     }
     fn = it->second;
   }
   try {
-    return Value{{"ok", fn(request.contains("args") ? request["args"] : Value())}};
+    Value result = fn(request[1]);
+    internal::append_answer_frame(out, result);
   } catch (const std::exception& e) {
-    return error_response(type_name_of(e), e.what());
+    internal::append_error_frame(out, type_name_of(e), e.what());
   } catch (...) {
-    return error_response("unknown", "the task threw something that is not a std::exception");
+    internal::append_error_frame(out, "unknown",
+                                 "the task threw something that is not a std::exception");
   }
 }
 
+// Plain write(2): a parent that closed its end has killed this worker or is gone, and SIGPIPE
+// (or EPIPE, where the program ignores it) ends the worker either way.
 bool write_all(int fd, const std::string& bytes) {
   size_t done = 0;
   while (done < bytes.size()) {
-    long n = internal::write_without_sigpipe(fd, bytes.data() + done, bytes.size() - done);
+    ssize_t n = internal::retry_eintr(
+        [&] { return ::write(fd, bytes.data() + done, bytes.size() - done); });
     if (n <= 0) return false;
     done += static_cast<size_t>(n);
   }
@@ -92,17 +99,21 @@ void watch_for_hangup() {
 }
 
 int serve() {
+  constexpr size_t kKeptCapacity = size_t{256} * 1024;
   internal::FrameDecoder decoder;
-  std::string buffer(size_t{64} * 1024, '\0');
+  std::string out;
   for (;;) {
+    // Each answer goes out as soon as its task is done, even when more requests are buffered:
+    // the parent's deadline for the next call starts when it reads this answer.
     while (std::optional<Value> request = decoder.next()) {
-      if (!write_all(internal::kResponseFd, internal::encode_frame(handle(*request)))) return 1;
+      out.clear();
+      answer(*request, out);
+      if (!write_all(internal::kResponseFd, out)) return 1;
     }
-    ssize_t n = internal::retry_eintr(
-        [&] { return ::read(internal::kRequestFd, buffer.data(), buffer.size()); });
+    if (out.capacity() > kKeptCapacity) std::string().swap(out);
+    ssize_t n = decoder.read_from(internal::kRequestFd);
     if (n == 0) return 0;  // the parent closed the pipe: done
     if (n < 0) return 1;
-    decoder.feed(buffer.data(), static_cast<size_t>(n));
   }
 }
 
@@ -125,8 +136,9 @@ void serve_if_worker(int argc, char** argv) {
   (void)::fcntl(internal::kResponseFd, F_SETFD, FD_CLOEXEC);
   watch_for_hangup();
   // Tell the parent this program really is a worker, loaded and ready: its deadlines start now.
-  if (!write_all(internal::kResponseFd, internal::encode_frame(Value{{"ok", "ready"}})))
-    std::_Exit(1);
+  std::string ready;
+  internal::append_answer_frame(ready, "ready");
+  if (!write_all(internal::kResponseFd, ready)) std::_Exit(1);
   int status = 1;
   try {
     status = serve();

@@ -62,6 +62,10 @@ class Spawner {
 };
 
 constexpr std::chrono::seconds kStartTimeout{60};
+constexpr const char* kStartHint =
+    "does the program's main() call kiln::pool::serve_if_worker() first?";
+// An idle worker's outbox keeps at most this much memory.
+constexpr std::size_t kKeptCapacity = std::size_t{256} * 1024;
 
 std::string describe_death(int wait_status) {
   if (WIFSIGNALED(wait_status)) return "killed by signal " + signal_name(WTERMSIG(wait_status));
@@ -95,21 +99,22 @@ void WorkerProcess::start() {
   child_ = Spawner::spawn(spec);
   requests_ = std::move(to_worker.write);
   responses_ = std::move(from_worker.read);
+  set_nonblocking(requests_.get());
   set_nonblocking(responses_.get());
   decoder_ = FrameDecoder();
   uses_ = 0;
-  // Wait for the worker's "ready": loading a large program can take longer than a task's
-  // deadline, and a program that never calls serve_if_worker() must be a clear error.
-  task_ = "(starting the worker: does main() call kiln::pool::serve_if_worker() first?)";
-  deadline_ = Clock::now() + kStartTimeout;
-  busy_ = true;
-  wait();
+  // The worker's "ready" is awaited like an answer: loading a large program can take longer than
+  // a task's deadline, and a program that never calls serve_if_worker() must be a clear error.
+  awaited_.push_back({Awaited::kReady, {}, {}});
+  begin_oldest(Clock::now());
   if (!options_.initializer.empty()) {
-    task_ = options_.initializer;
-    deadline_.reset();
-    busy_ = true;
-    write_request("init", options_.initializer, options_.initializer_args);
-    wait();
+    try {
+      append_call_frame(outbox_, options_.initializer, options_.initializer_args);
+    } catch (...) {
+      stop();
+      throw;
+    }
+    awaited_.push_back({Awaited::kInit, options_.initializer, {}});
   }
 }
 
@@ -118,89 +123,182 @@ void WorkerProcess::stop() noexcept {
   child_.reset();
   requests_.reset();
   responses_.reset();
-  busy_ = false;
-}
-
-void WorkerProcess::write_request(const std::string& op, std::string_view task, const Value& args) {
-  std::string frame = encode_frame(Value{{"op", op}, {"task", task}, {"args", args}});
-  size_t done = 0;
-  while (done < frame.size()) {
-    long n = write_without_sigpipe(requests_.get(), frame.data() + done, frame.size() - done);
-    if (n <= 0) break;  // the worker is gone; reading the response reports how it ended
-    done += static_cast<size_t>(n);
-  }
-}
-
-void WorkerProcess::begin_call(std::string_view task, const Value& args,
-                               std::optional<std::chrono::milliseconds> timeout) {
-  bool worn_out = options_.max_uses > 0 && uses_ >= options_.max_uses;
-  if (child_ && (worn_out || child_->has_exited())) stop();
-  if (!child_) start();
-  task_ = std::string(task);
+  outbox_.clear();
+  outbox_sent_ = 0;
+  awaited_.clear();
+  calls_ = 0;
   deadline_.reset();
-  if (timeout) deadline_ = Clock::now() + *timeout;
-  busy_ = true;
-  ++uses_;
-  write_request("call", task, args);
 }
 
-void WorkerProcess::died() {
+bool WorkerProcess::accepts_call() const noexcept {
+  if (calls_ == 0) return true;
+  return child_.has_value() && (options_.max_uses <= 0 || uses_ < options_.max_uses);
+}
+
+void WorkerProcess::send(std::string_view task, const Value& args,
+                         std::optional<std::chrono::milliseconds> timeout) {
+  if (calls_ == 0) {
+    bool worn_out = options_.max_uses > 0 && uses_ >= options_.max_uses;
+    if (child_ && (worn_out || child_->has_exited())) stop();
+    if (!child_) start();
+  }
+  append_call_frame(outbox_, task, args);
+  awaited_.push_back({Awaited::kCall, std::string(task), timeout});
+  ++calls_;
+  ++uses_;
+  if (awaited_.size() == 1) begin_oldest(Clock::now());
+}
+
+void WorkerProcess::flush() {
+  while (outbox_sent_ < outbox_.size()) {
+    long n = write_without_sigpipe(requests_.get(), outbox_.data() + outbox_sent_,
+                                   outbox_.size() - outbox_sent_);
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
+    if (n <= 0) break;  // the worker is gone; reading its answers reports how it ended
+    outbox_sent_ += static_cast<std::size_t>(n);
+  }
+  outbox_.clear();
+  outbox_sent_ = 0;
+  if (outbox_.capacity() > kKeptCapacity) std::string().swap(outbox_);
+}
+
+void WorkerProcess::begin_oldest(Clock::time_point now) {
+  oldest_began_ = now;
+  deadline_.reset();
+  if (awaited_.empty()) return;
+  const Awaited& oldest = awaited_.front();
+  if (oldest.kind == Awaited::kReady) deadline_ = now + kStartTimeout;
+  if (oldest.kind == Awaited::kCall && oldest.timeout) deadline_ = now + *oldest.timeout;
+}
+
+std::string WorkerProcess::doing() const {
+  if (awaited_.empty()) return "idle";
+  const Awaited& oldest = awaited_.front();
+  switch (oldest.kind) {
+    case Awaited::kReady:
+      return "starting";
+    case Awaited::kInit:
+      return fmt::format("running initializer '{}'", oldest.task);
+    case Awaited::kCall:
+      break;
+  }
+  return fmt::format("running task '{}'", oldest.task);
+}
+
+std::size_t WorkerProcess::fail(Outcome::Kind kind, std::string message, const Ended& ended) {
+  std::size_t calls = calls_;
+  stop();
+  if (calls == 0) return 0;
+  ended(Outcome::error(kind, std::move(message)));
+  return calls - 1;
+}
+
+std::size_t WorkerProcess::died(const Ended& ended) {
   child_->reap();
   std::string how = describe_death(child_->wait_status());
-  pid_t pid = child_->pid();
-  std::string task = task_;
-  stop();
-  throw ChildProcessError(fmt::format("worker {} running task '{}' {}", pid, task, how));
+  bool starting = !awaited_.empty() && awaited_.front().kind == Awaited::kReady;
+  std::string message = starting ? fmt::format("worker {} {} before it was ready: {}", pid(), how,
+                                               kStartHint)
+                                 : fmt::format("worker {} {} {}", pid(), doing(), how);
+  return fail(Outcome::kChildDied, std::move(message), ended);
 }
 
-std::optional<Value> WorkerProcess::take_response() {
-  std::optional<Value> response;
-  try {
-    response = decoder_.next();
-  } catch (const ProtocolError& e) {
-    std::string task = task_;
-    stop();
-    throw ProtocolError(fmt::format("{} (task '{}'; the worker was killed)", e.what(), task));
+bool WorkerProcess::on_answer(Value answer, const Ended& ended, std::size_t* dropped) {
+  bool well_formed = answer.is_array() && answer.size() >= 2 && answer[0].is_boolean();
+  bool ok = well_formed && answer[0].get<bool>();
+  if (well_formed && !ok) {
+    well_formed = answer.size() == 3 && answer[1].is_string() && answer[2].is_string();
   }
-  if (!response) return std::nullopt;
-  busy_ = false;
-  if (response->contains("ok")) return std::move((*response)["ok"]);
-  const Value& error = response->value("error", Value::object());
-  throw TaskError(error.value("type", "unknown"), error.value("message", ""));
+  if (!well_formed || awaited_.empty()) {
+    *dropped = fail(Outcome::kProtocol,
+                    fmt::format("worker protocol: worker {} sent {} while {}; it was killed",
+                                pid(), well_formed ? "an answer nobody asked for" : "a bad answer",
+                                doing()),
+                    ended);
+    return false;
+  }
+  Awaited::Kind kind = awaited_.front().kind;
+  auto now = Clock::now();
+  if (kind == Awaited::kInit && !ok) {  // the first call gets the initializer's error
+    Outcome error{Outcome::kTask, nullptr, answer[1].get<std::string>(),
+                  answer[2].get<std::string>()};
+    std::size_t calls = calls_;
+    stop();
+    if (calls > 0) ended(std::move(error));
+    *dropped = calls > 0 ? calls - 1 : 0;
+    return false;
+  }
+  if (kind == Awaited::kCall) {
+    Clock::duration took = now - oldest_began_;
+    typical_call_time_ = typical_call_time_ ? (*typical_call_time_ * 3 + took) / 4 : took;
+  }
+  awaited_.pop_front();
+  begin_oldest(now);
+  if (kind != Awaited::kCall) return true;
+  --calls_;
+  if (ok) {
+    ended(Outcome::of_value(std::move(answer[1])));
+  } else {
+    ended({Outcome::kTask, nullptr, std::move(answer[1].get_ref<std::string&>()),
+           std::move(answer[2].get_ref<std::string&>())});
+  }
+  return true;
 }
 
-std::optional<Value> WorkerProcess::read_available() {
-  if (std::optional<Value> done = take_response()) return done;
-  char buffer[64 * 1024];
-  ssize_t n = retry_eintr([&] { return ::read(responses_.get(), buffer, sizeof buffer); });
-  if (n == -1 && (errno == EAGAIN || errno == EWOULDBLOCK)) return std::nullopt;
-  if (n <= 0) died();
-  decoder_.feed(buffer, static_cast<size_t>(n));
-  return take_response();
-}
-
-void WorkerProcess::expire() {
-  std::string task = task_;
-  stop();
-  throw TimeoutError(fmt::format("task '{}' timed out; its worker was killed", task));
-}
-
-Value WorkerProcess::wait() {
+std::size_t WorkerProcess::read_available(const Ended& ended) {
+  if (!child_) return 0;
+  ssize_t n = decoder_.read_from(responses_.get());
+  if (n == -1 && (errno == EAGAIN || errno == EWOULDBLOCK)) return 0;
   for (;;) {
-    if (std::optional<Value> done = take_response()) return std::move(*done);
+    std::optional<Value> answer;
+    try {
+      answer = decoder_.next();
+    } catch (const ProtocolError& e) {
+      return fail(Outcome::kProtocol,
+                  fmt::format("{} (worker {} {}; it was killed)", e.what(), pid(), doing()), ended);
+    }
+    if (!answer) break;
+    std::size_t dropped = 0;
+    if (!on_answer(std::move(*answer), ended, &dropped)) return dropped;
+  }
+  if (n <= 0) return died(ended);  // end of file (or a read error): the worker is gone
+  return 0;
+}
+
+std::size_t WorkerProcess::expire_if_overdue(Clock::time_point now, const Ended& ended) {
+  if (!deadline_ || *deadline_ > now) return 0;
+  std::string message =
+      awaited_.front().kind == Awaited::kCall
+          ? fmt::format("task '{}' timed out; its worker was killed", awaited_.front().task)
+          : fmt::format("worker {} was not ready within {} s and was killed: {}", pid(),
+                        kStartTimeout.count(), kStartHint);
+  return fail(Outcome::kTimeout, std::move(message), ended);
+}
+
+Outcome WorkerProcess::wait() {
+  std::optional<Outcome> result;
+  auto ended = [&result](Outcome outcome) {
+    if (!result) result = std::move(outcome);
+  };
+  while (!result && calls_ > 0) {
+    expire_if_overdue(Clock::now(), ended);
+    if (result) break;
     int wait_ms = -1;
     if (deadline_) {
       auto left = *deadline_ - Clock::now();
-      if (left <= Clock::duration::zero()) expire();
-      wait_ms = static_cast<int>(std::chrono::ceil<std::chrono::milliseconds>(left).count());
+      wait_ms = left <= Clock::duration::zero()
+                    ? 0
+                    : static_cast<int>(std::chrono::ceil<std::chrono::milliseconds>(left).count());
     }
-    pollfd p{responses_.get(), POLLIN, 0};
-    int r = retry_eintr([&] { return ::poll(&p, 1, wait_ms); });
+    pollfd p[2] = {{responses_.get(), POLLIN, 0}, {requests_.get(), POLLOUT, 0}};
+    nfds_t count = wants_to_write() ? 2 : 1;
+    int r = retry_eintr([&] { return ::poll(p, count, wait_ms); });
     if (r == -1) throw SystemError("poll", errno);
-    if (r > 0) {
-      if (std::optional<Value> done = read_available()) return std::move(*done);
-    }
+    if (count == 2 && p[1].revents != 0) flush();
+    if (p[0].revents != 0) read_available(ended);
   }
+  if (!result) throw Error("the pool worker has no call in flight");
+  return std::move(*result);
 }
 
 }  // namespace kiln::internal
@@ -219,12 +317,17 @@ Worker& Worker::operator=(Worker&&) noexcept = default;
 
 void Worker::send(std::string_view task, const Value& args,
                   std::optional<std::chrono::milliseconds> timeout) {
-  state_->process.begin_call(task, args, timeout);
+  internal::WorkerProcess& process = state_->process;
+  if (process.calls_in_flight() > 0) {
+    throw InvalidArgument("Worker::send: the previous call's result was not received (recv() it first)");
+  }
+  process.send(task, args, timeout);
+  process.flush();
 }
 
 Value Worker::recv() {
-  if (!state_->process.busy()) throw InvalidArgument("Worker::recv: no call was sent");
-  return state_->process.wait();
+  if (state_->process.calls_in_flight() == 0) throw InvalidArgument("Worker::recv: no call was sent");
+  return internal::unwrap(state_->process.wait());
 }
 
 Value Worker::call(std::string_view task, const Value& args,
