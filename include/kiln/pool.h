@@ -80,10 +80,11 @@ class Worker {
   Worker& operator=(Worker&&) noexcept;
 
   // Sends one call, starting the worker first if needed; the deadline (if any) counts from when
-  // the worker is ready, so a cold start is not charged to the task.
+  // the worker is ready, so a cold start is not charged to the task. One call at a time:
+  // throws InvalidArgument while the previous call's result has not been received.
   void send(std::string_view task, const Value& args,
             std::optional<std::chrono::milliseconds> timeout = std::nullopt);
-  // The result of the call sent last; throws as described above.
+  // The result of the call sent last; throws as described above (InvalidArgument if none).
   Value recv();
   // send() then recv().
   Value call(std::string_view task, const Value& args,
@@ -121,8 +122,13 @@ struct ExecutorOptions {
 };
 
 // A pool of workers fed from one queue (the seed's PopenPoolExecutor). One dispatcher thread
-// drives every worker through a poll loop, so 64 workers cost one thread, not 64. Thread-safe:
-// submit from any thread.
+// drives every worker through a poll loop, so 64 workers cost one thread, not 64; workers start
+// without holding it up. A worker whose calls prove quick is sent several at once, about as many
+// as it runs in a millisecond (at most 64), so trivial tasks cost little more than their pipe
+// traffic; a worker whose calls take a millisecond or more gets one at a time, so long work never
+// waits behind other long work on a busy worker while another is free. Calls sent behind one that
+// crashes or times out never started: they are run again, not failed. Thread-safe: submit from
+// any thread.
 //
 //   kiln::pool::Executor pool({.workers = 4, .timeout = std::chrono::seconds(2)});
 //   std::future<kiln::Value> f = pool.submit("square", 7);   // f.get() == 49

@@ -45,6 +45,11 @@ void set_nonblocking(int fd) {
 }
 
 long write_without_sigpipe(int fd, const char* data, unsigned long size) {
+  iovec one{const_cast<char*>(data), size};  // NOLINT(cppcoreguidelines-pro-type-const-cast)
+  return writev_without_sigpipe(fd, &one, 1);
+}
+
+long writev_without_sigpipe(int fd, const struct iovec* iov, int count) {
   // SIGPIPE from write(2) is directed at the writing thread: block it here, and if the write
   // raised it, consume it before unblocking, so the host's disposition never sees it.
   sigset_t pipe_only, old_mask;
@@ -55,7 +60,7 @@ long write_without_sigpipe(int fd, const char* data, unsigned long size) {
   sigpending(&pending);
   bool was_pending = sigismember(&pending, SIGPIPE) == 1;
   pthread_sigmask(SIG_BLOCK, &pipe_only, &old_mask);
-  long written = retry_eintr([&] { return ::write(fd, data, size); });
+  long written = retry_eintr([&] { return ::writev(fd, iov, count); });
   int saved_errno = errno;
   if (written == -1 && saved_errno == EPIPE && !was_pending) {
     const timespec zero{0, 0};

@@ -1,6 +1,8 @@
 // File descriptors: an owning handle, close-on-exec pipes, and the one EINTR retry helper.
 #pragma once
 
+#include <sys/uio.h>
+
 #include <cerrno>
 #include <utility>
 
@@ -59,5 +61,7 @@ void set_nonblocking(int fd);
 // Writes up to `size` bytes like write(2), but a reader that went away gives EPIPE without
 // raising SIGPIPE in the host. Returns the count written or -1 with errno set.
 long write_without_sigpipe(int fd, const char* data, unsigned long size);
+// The same for writev(2).
+long writev_without_sigpipe(int fd, const struct iovec* iov, int count);
 
 }  // namespace kiln::internal

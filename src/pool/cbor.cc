@@ -91,7 +91,8 @@ class Reader {
       }
       case kTag: {
         std::size_t tagged_at = offset();
-        if (at_ == end_ || (*at_ >> 5) != kBytes) fail("a tag on something not a byte string", tagged_at);
+        if (at_ == end_ || (*at_ >> 5) != kBytes)
+          fail("a tag on something not a byte string", tagged_at);
         std::uint8_t inner = byte();
         std::uint64_t size = argument(inner & 0x1f, tagged_at);
         return Json::binary(bytes(size), n);
@@ -168,8 +169,8 @@ class Reader {
       case 25:
         return Json(half_to_double(static_cast<std::uint16_t>(big_endian(2))));
       case 26:
-        return Json(static_cast<double>(
-            std::bit_cast<float>(static_cast<std::uint32_t>(big_endian(4)))));
+        return Json(
+            static_cast<double>(std::bit_cast<float>(static_cast<std::uint32_t>(big_endian(4)))));
       case 27:
         return Json(std::bit_cast<double>(big_endian(8)));
       default:
@@ -201,12 +202,25 @@ class Reader {
 
 void append_array_head(std::string& out, std::size_t size) { append_head(out, kArray, size); }
 
-void append_text(std::string& out, std::string_view text) {
-  append_head(out, kText, text.size());
-  out.append(text);
+namespace {
+
+void append_string(std::string& out, Major major, const char* data, std::size_t size,
+                   std::vector<Ref>* refs) {
+  append_head(out, major, size);
+  if (refs != nullptr && size >= kRefBytes) {
+    refs->push_back({out.size(), data, size});
+  } else {
+    out.append(data, size);
+  }
 }
 
-void append(std::string& out, const Json& value) {
+}  // namespace
+
+void append_text(std::string& out, std::string_view text) {
+  append_string(out, kText, text.data(), text.size(), nullptr);
+}
+
+void append(std::string& out, const Json& value, std::vector<Ref>* refs) {
   switch (value.type()) {
     case Json::value_t::null:
     case Json::value_t::discarded:
@@ -234,25 +248,26 @@ void append(std::string& out, const Json& value) {
         out.push_back(static_cast<char>((bits >> shift) & 0xff));
       break;
     }
-    case Json::value_t::string:
-      append_text(out, value.get_ref<const std::string&>());
+    case Json::value_t::string: {
+      const auto& text = value.get_ref<const std::string&>();
+      append_string(out, kText, text.data(), text.size(), refs);
       break;
+    }
     case Json::value_t::binary: {
       const Json::binary_t& bytes = value.get_binary();
       if (bytes.has_subtype()) append_head(out, kTag, bytes.subtype());
-      append_head(out, kBytes, bytes.size());
-      out.append(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+      append_string(out, kBytes, reinterpret_cast<const char*>(bytes.data()), bytes.size(), refs);
       break;
     }
     case Json::value_t::array:
       append_head(out, kArray, value.size());
-      for (const Json& item : value) append(out, item);
+      for (const Json& item : value) append(out, item, refs);
       break;
     case Json::value_t::object:
       append_head(out, kMap, value.size());
       for (const auto& [key, item] : value.get_ref<const Json::object_t&>()) {
         append_text(out, key);
-        append(out, item);
+        append(out, item, refs);
       }
       break;
   }

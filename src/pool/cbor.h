@@ -13,6 +13,7 @@
 
 #include <cstddef>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -20,8 +21,19 @@ namespace kiln::internal::cbor {
 
 inline constexpr int kMaxDepth = 512;
 
-// Appends the encoding of `value` to `out`.
-void append(std::string& out, const nlohmann::json& value);
+// The contents of a large string left where they are: they belong in the stream just before
+// out[at]. Writing them from there (writev) instead of copying them saves a copy per large value.
+struct Ref {
+  std::size_t at;
+  const char* data;
+  std::size_t size;
+};
+// Byte and text strings this long or longer are referenced when the caller asks for refs.
+inline constexpr std::size_t kRefBytes = std::size_t{16} * 1024;
+
+// Appends the encoding of `value` to `out`. With `refs`, large strings are recorded there instead
+// of being copied; `value` must then outlive the use of `out`.
+void append(std::string& out, const nlohmann::json& value, std::vector<Ref>* refs = nullptr);
 // Appends the head of an array of `size` items, whose items the caller appends next.
 void append_array_head(std::string& out, std::size_t size);
 // Appends a text string.

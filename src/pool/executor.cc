@@ -109,8 +109,8 @@ struct Executor::State {
   std::vector<std::size_t> poll_slots;  // the slot of each entry of poll_fds after the first
   std::vector<std::size_t> depth;       // take_work's per-slot limit, reused
 
-  // Queues one job per item under one lock with one wake-up.
-  std::shared_ptr<Batch> enqueue(const std::string& task, std::vector<Value> items);
+  // Queues the jobs of one batch under one lock with one wake-up.
+  void enqueue(std::vector<Job> jobs);
   void notify() const {
     std::uint64_t one = 1;
     [[maybe_unused]] ssize_t n = ::write(wake.get(), &one, sizeof one);
@@ -196,7 +196,8 @@ bool Executor::State::abandon_all() {
 void Executor::State::send(Slot& slot, Job job) {
   slot.jobs.push_back(std::move(job));
   try {
-    slot.process->send(slot.jobs.back().task, slot.jobs.back().args, options.timeout);
+    // The job stays in slot.jobs, unchanged, until its call ends or its worker is stopped.
+    slot.process->send(slot.jobs.back().task, slot.jobs.back().args, options.timeout, true);
   } catch (...) {
     settle(slot.jobs.back(), outcome_of_current());
     slot.jobs.pop_back();
@@ -279,24 +280,20 @@ Executor::Executor(ExecutorOptions options) : state_(std::make_unique<State>()) 
 
 Executor::~Executor() { shutdown(false); }
 
-std::shared_ptr<Batch> Executor::State::enqueue(const std::string& task,
-                                                std::vector<Value> items) {
-  auto batch = std::make_shared<Batch>(items.size());
+void Executor::State::enqueue(std::vector<Job> jobs) {
   {
     std::lock_guard lock(mutex);
     if (stopping) throw Error("submit: the pool has been shut down");
-    for (std::size_t i = 0; i < items.size(); ++i) {
-      queue.push_back({task, std::move(items[i]), batch, i});
-    }
+    for (Job& job : jobs) queue.push_back(std::move(job));
   }
   notify();  // once for the whole batch
-  return batch;
 }
 
 std::future<Value> Executor::submit(std::string task, Value args) {
-  std::vector<Value> items;
-  items.push_back(std::move(args));
-  std::shared_ptr<Batch> batch = state_->enqueue(task, std::move(items));
+  auto batch = std::make_shared<Batch>(1);
+  std::vector<Job> jobs;
+  jobs.push_back({std::move(task), std::move(args), batch, 0});
+  state_->enqueue(std::move(jobs));
   // Deferred: unwrap() runs in the thread that calls get(), so the exception is made there.
   return std::async(std::launch::deferred, [batch = std::move(batch)] {
     batch->wait();
@@ -306,7 +303,11 @@ std::future<Value> Executor::submit(std::string task, Value args) {
 
 std::vector<MapResult> Executor::map_with_error_catching(const std::string& task,
                                                          const std::vector<Value>& items) {
-  std::shared_ptr<Batch> batch = state_->enqueue(task, items);
+  auto batch = std::make_shared<Batch>(items.size());
+  std::vector<Job> jobs;
+  jobs.reserve(items.size());
+  for (std::size_t i = 0; i < items.size(); ++i) jobs.push_back({task, items[i], batch, i});
+  state_->enqueue(std::move(jobs));
   batch->wait();
   std::vector<MapResult> results;
   results.reserve(items.size());

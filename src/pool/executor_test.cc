@@ -1,3 +1,6 @@
+#include <signal.h>
+#include <unistd.h>
+
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -8,12 +11,26 @@
 #include "kiln/pool.h"
 #include "testing/test_support.h"
 
-// Tasks used here (square, echo, pid, sleep_ms, crash) are registered in worker_test.cc.
+// Tasks used here (square, echo, pid, sleep_ms, crash, init_fails) are registered in
+// worker_test.cc.
 
 namespace kiln::pool {
 namespace {
 
 using namespace std::chrono_literals;
+
+// -1: the worker dies; -2: it hangs; otherwise the square.
+KILN_TASK(square_or_die, [](const Value& x) -> Value {
+  int n = x.get<int>();
+  if (n == -1) ::kill(::getpid(), SIGKILL);
+  if (n == -2) std::this_thread::sleep_for(60s);
+  return n * n;
+});
+// Sleeps the given milliseconds, then answers with the worker's pid.
+KILN_TASK(pid_after_ms, [](const Value& ms) -> Value {
+  std::this_thread::sleep_for(std::chrono::milliseconds(ms.get<int>()));
+  return ::getpid();
+});
 
 size_t thread_count() {
   return static_cast<size_t>(std::distance(std::filesystem::directory_iterator("/proc/self/task"),
@@ -94,6 +111,74 @@ TEST(Executor, SixtyFourWorkersOnOneDispatcherThread) {
   EXPECT_GT(distinct.size(), 8u);
   EXPECT_LE(distinct.size(), 64u);
   EXPECT_LE(thread_count(), threads_before + 1) << "one dispatcher thread for 64 workers";
+}
+
+// Quick calls are sent to a worker several at a time; the ones behind a call that crashes or
+// times out never started, and must run again, not fail with it.
+TEST(Executor, CallsQueuedBehindACrashOrATimeoutRunAgain) {
+  Executor pool({.workers = 1, .timeout = 1s});
+  std::vector<Value> warm(200, 3);  // the worker proves quick: calls get pipelined
+  for (const MapResult& r : pool.map_with_error_catching("square", warm))
+    ASSERT_EQ(r.status, StatusKind::COMPLETE);
+  std::vector<Value> items;
+  for (int i = 0; i < 300; ++i) items.emplace_back(i == 40 ? -1 : i == 170 ? -2 : i);
+  auto results = pool.map_with_error_catching("square_or_die", items);
+  ASSERT_EQ(results.size(), items.size());
+  for (int i = 0; i < 300; ++i) {
+    if (i == 40) {
+      EXPECT_EQ(results[i].status, StatusKind::EXCEPTION);
+      EXPECT_NE(results[i].value.get<std::string>().find("SIGKILL"), std::string::npos)
+          << results[i].value;
+    } else if (i == 170) {
+      EXPECT_EQ(results[i].status, StatusKind::TIMEOUT) << results[i].value;
+    } else {
+      EXPECT_EQ(results[i].status, StatusKind::COMPLETE) << i << ": " << results[i].value;
+      EXPECT_EQ(results[i].value, i * i);
+    }
+  }
+}
+
+// A worker whose calls take a while gets one at a time, so quick work submitted behind a long
+// call runs on the other worker instead of waiting for it.
+TEST(Executor, ASlowCallHoldsNoQuickWorkHostage) {
+  Executor pool({.workers = 2, .timeout = 30s});
+  std::vector<Value> slow(4, 20);
+  for (const MapResult& r : pool.map_with_error_catching("sleep_ms", slow))
+    ASSERT_EQ(r.status, StatusKind::COMPLETE);
+  std::future<Value> nap = pool.submit("pid_after_ms", 1500);
+  std::vector<std::future<Value>> quick;
+  for (int i = 0; i < 20; ++i) quick.push_back(pool.submit("pid_after_ms", 0));
+  std::set<pid_t> quick_pids;
+  for (auto& f : quick) quick_pids.insert(f.get().get<pid_t>());
+  pid_t nap_pid = nap.get().get<pid_t>();
+  EXPECT_EQ(quick_pids.count(nap_pid), 0u) << "a quick call waited behind the long one";
+  EXPECT_EQ(quick_pids.size(), 1u);
+}
+
+TEST(Executor, LargeValuesWhilePipelined) {
+  Executor pool({.workers = 2, .timeout = 60s});
+  std::vector<Value> warm(100, 1);
+  pool.map_with_error_catching("square", warm);
+  std::vector<Value> items;
+  for (int i = 0; i < 8; ++i) {  // each larger than a pipe: written as the pipe drains
+    std::vector<std::uint8_t> bytes((size_t{3} << 20) + static_cast<size_t>(i));
+    for (size_t k = 0; k < bytes.size(); k += 997) bytes[k] = static_cast<std::uint8_t>(i + k);
+    items.push_back(Value::binary(std::move(bytes)));
+  }
+  auto results = pool.map_with_error_catching("echo", items);
+  for (size_t i = 0; i < items.size(); ++i) {
+    ASSERT_EQ(results[i].status, StatusKind::COMPLETE) << results[i].value;
+    EXPECT_TRUE(results[i].value == items[i]) << "item " << i;
+  }
+}
+
+TEST(Executor, AFailingInitializerFailsEachCallWithItsError) {
+  Executor pool({.workers = 2, .worker = {.initializer = "init_fails"}});
+  auto results = pool.map_with_error_catching("square", {1, 2, 3});
+  for (const MapResult& r : results) {
+    EXPECT_EQ(r.status, StatusKind::EXCEPTION);
+    EXPECT_EQ(r.value, "std::runtime_error: no licence server");
+  }
 }
 
 TEST(Executor, ShutdownIsIdempotentAndRefusesNewWork) {

@@ -9,8 +9,11 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <nlohmann/json.hpp>
+
+#include "pool/cbor.h"
 
 namespace kiln::internal {
 
@@ -21,15 +24,40 @@ inline constexpr std::uint32_t kMaxFrameBytes = std::uint32_t{256} << 20;
 // the encoding exceeds `max_bytes`.
 void append_frame(std::string& out, const nlohmann::json& value,
                   std::uint32_t max_bytes = kMaxFrameBytes);
-// The protocol's messages (pool/protocol.h), encoded without first copying their parts into one
-// value. Each throws like append_frame.
-void append_call_frame(std::string& out, std::string_view task, const nlohmann::json& args,
-                       std::uint32_t max_bytes = kMaxFrameBytes);
-void append_answer_frame(std::string& out, const nlohmann::json& value,
-                         std::uint32_t max_bytes = kMaxFrameBytes);
-void append_error_frame(std::string& out, std::string_view type, std::string_view message);
 // The frame for `value`, as a new string.
 std::string encode_frame(const nlohmann::json& value, std::uint32_t max_bytes = kMaxFrameBytes);
+
+// Frames waiting to be written to a pipe, in order. A frame appended "by reference" does not
+// copy the large strings of its value (cbor::Ref): they are written from the value itself,
+// which must then stay alive and unchanged until the outbox is empty or cleared.
+class Outbox {
+ public:
+  // The protocol's messages (pool/protocol.h). Each throws InvalidArgument, leaving the outbox
+  // as it was, when the frame would exceed `max_bytes`.
+  void append_call(std::string_view task, const nlohmann::json& args, bool by_reference,
+                   std::uint32_t max_bytes = kMaxFrameBytes);
+  void append_answer(const nlohmann::json& value, bool by_reference,
+                     std::uint32_t max_bytes = kMaxFrameBytes);
+  void append_error(std::string_view type, std::string_view message);
+
+  bool empty() const noexcept { return sent_ == bytes_.size() + referenced_; }
+  // One writev(2) of what is unsent. Returns its result: bytes written, or -1 with errno set
+  // (EAGAIN on a full non-blocking pipe). `guard_sigpipe`: a reader that went away gives EPIPE
+  // rather than SIGPIPE.
+  long write_some(int fd, bool guard_sigpipe);
+  // Forgets everything, and frees the buffer if it grew large.
+  void clear() noexcept;
+  std::size_t capacity() const noexcept { return bytes_.capacity(); }
+
+ private:
+  template <typename Body>
+  void append_framed(std::uint32_t max_bytes, bool by_reference, Body body);
+
+  std::string bytes_;
+  std::vector<cbor::Ref> refs_;
+  std::size_t referenced_ = 0;  // bytes in refs_
+  std::size_t sent_ = 0;        // of the stream bytes_ with refs_ inserted
+};
 
 // Turns a byte stream back into values, however the bytes were split.
 class FrameDecoder {
@@ -45,6 +73,10 @@ class FrameDecoder {
   std::optional<nlohmann::json> next();
   // True when no partial frame is buffered (a clean place for the stream to end).
   bool at_boundary() const noexcept { return begin_ == end_; }
+  // The buffer's size. It grows to the largest frame received and stays, until release().
+  std::size_t capacity() const noexcept { return capacity_; }
+  // Frees the buffer if it holds no partial frame.
+  void release() noexcept;
 
  private:
   // Makes room for at least `room` more bytes after end_.

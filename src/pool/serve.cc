@@ -1,6 +1,7 @@
 // The worker side of the pool: the task registry and the serve loop a re-executed program runs.
 #include <cxxabi.h>
 #include <fcntl.h>
+#include <malloc.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -43,9 +44,19 @@ std::string type_name_of(const std::exception& e) {
   return name;
 }
 
-// The answer to one request, appended to `out`. Throws ProtocolError for a request that is not
-// [task name, args]: the parent is broken, and the worker exits.
-void answer(const Value& request, std::string& out) {
+// Blocking writes without a SIGPIPE guard: a parent that closed its end has killed this worker
+// or is gone, and SIGPIPE (or EPIPE, where the program ignores it) ends the worker either way.
+bool write_all(int fd, internal::Outbox& out) {
+  while (!out.empty()) {
+    if (out.write_some(fd, false) <= 0) return false;
+  }
+  return true;
+}
+
+// Answers one request: runs its task and writes the answer. Throws ProtocolError for a request
+// that is not [task name, args] (the parent is broken, and the worker exits). Returns false when
+// the parent is gone.
+bool answer(const Value& request, internal::Outbox& out) {
   if (!request.is_array() || request.size() != 2 || !request[0].is_string()) {
     throw ProtocolError("worker protocol: a request that is not [task, args]");
   }
@@ -55,36 +66,24 @@ void answer(const Value& request, std::string& out) {
     Registry& r = registry();
     std::lock_guard lock(r.mutex);
     auto it = r.tasks.find(task);
-    if (it == r.tasks.end()) {
-      internal::append_error_frame(
-          out, "kiln::InvalidArgument",
-          fmt::format("unknown task '{}': this program registers no task by that name", task));
-      return;
-    }
-    fn = it->second;
+    if (it != r.tasks.end()) fn = it->second;
   }
+  if (!fn) {
+    out.append_error(
+        "kiln::InvalidArgument",
+        fmt::format("unknown task '{}': this program registers no task by that name", task));
+    return write_all(internal::kResponseFd, out);
+  }
+  Value result;
   try {
-    Value result = fn(request[1]);
-    internal::append_answer_frame(out, result);
+    result = fn(request[1]);
+    out.append_answer(result, true);  // written below, while `result` lives
   } catch (const std::exception& e) {
-    internal::append_error_frame(out, type_name_of(e), e.what());
+    out.append_error(type_name_of(e), e.what());
   } catch (...) {
-    internal::append_error_frame(out, "unknown",
-                                 "the task threw something that is not a std::exception");
+    out.append_error("unknown", "the task threw something that is not a std::exception");
   }
-}
-
-// Plain write(2): a parent that closed its end has killed this worker or is gone, and SIGPIPE
-// (or EPIPE, where the program ignores it) ends the worker either way.
-bool write_all(int fd, const std::string& bytes) {
-  size_t done = 0;
-  while (done < bytes.size()) {
-    ssize_t n = internal::retry_eintr(
-        [&] { return ::write(fd, bytes.data() + done, bytes.size() - done); });
-    if (n <= 0) return false;
-    done += static_cast<size_t>(n);
-  }
-  return true;
+  return write_all(internal::kResponseFd, out);
 }
 
 // Exits the worker as soon as the parent's end of the request pipe is gone, even while a task
@@ -98,19 +97,38 @@ void watch_for_hangup() {
   }).detach();
 }
 
+// Large values would make glibc map and unmap memory on every call, and the page faults cost
+// more than the copying: a worker keeps what it freed while it is busy (its heap is its own; the
+// worker never returns to the program's main), and gives memory back once idle for kIdleAfter.
+constexpr size_t kKeptCapacity = size_t{256} * 1024;
+constexpr int kIdleAfterMs = 50;
+
+void keep_freed_memory_while_busy() {
+  (void)::mallopt(M_MMAP_THRESHOLD, 32 << 20);
+  (void)::mallopt(M_TRIM_THRESHOLD, 1 << 30);
+}
+
+// Waits for the next request while holding large buffers; if none comes soon, frees them.
+void release_when_idle(internal::FrameDecoder& decoder, internal::Outbox& out) {
+  if (decoder.capacity() <= kKeptCapacity && out.capacity() <= kKeptCapacity) return;
+  pollfd p{internal::kRequestFd, POLLIN, 0};
+  if (internal::retry_eintr([&] { return ::poll(&p, 1, kIdleAfterMs); }) != 0) return;
+  decoder.release();
+  out.clear();
+  (void)::malloc_trim(0);
+}
+
 int serve() {
-  constexpr size_t kKeptCapacity = size_t{256} * 1024;
+  keep_freed_memory_while_busy();
   internal::FrameDecoder decoder;
-  std::string out;
+  internal::Outbox out;
   for (;;) {
     // Each answer goes out as soon as its task is done, even when more requests are buffered:
     // the parent's deadline for the next call starts when it reads this answer.
     while (std::optional<Value> request = decoder.next()) {
-      out.clear();
-      answer(*request, out);
-      if (!write_all(internal::kResponseFd, out)) return 1;
+      if (!answer(*request, out)) return 1;
     }
-    if (out.capacity() > kKeptCapacity) std::string().swap(out);
+    release_when_idle(decoder, out);
     ssize_t n = decoder.read_from(internal::kRequestFd);
     if (n == 0) return 0;  // the parent closed the pipe: done
     if (n < 0) return 1;
@@ -136,8 +154,8 @@ void serve_if_worker(int argc, char** argv) {
   (void)::fcntl(internal::kResponseFd, F_SETFD, FD_CLOEXEC);
   watch_for_hangup();
   // Tell the parent this program really is a worker, loaded and ready: its deadlines start now.
-  std::string ready;
-  internal::append_answer_frame(ready, "ready");
+  internal::Outbox ready;
+  ready.append_answer("ready", false);
   if (!write_all(internal::kResponseFd, ready)) std::_Exit(1);
   int status = 1;
   try {

@@ -109,7 +109,7 @@ void WorkerProcess::start() {
   begin_oldest(Clock::now());
   if (!options_.initializer.empty()) {
     try {
-      append_call_frame(outbox_, options_.initializer, options_.initializer_args);
+      outbox_.append_call(options_.initializer, options_.initializer_args, true);
     } catch (...) {
       stop();
       throw;
@@ -124,7 +124,6 @@ void WorkerProcess::stop() noexcept {
   requests_.reset();
   responses_.reset();
   outbox_.clear();
-  outbox_sent_ = 0;
   awaited_.clear();
   calls_ = 0;
   deadline_.reset();
@@ -136,13 +135,14 @@ bool WorkerProcess::accepts_call() const noexcept {
 }
 
 void WorkerProcess::send(std::string_view task, const Value& args,
-                         std::optional<std::chrono::milliseconds> timeout) {
+                         std::optional<std::chrono::milliseconds> timeout,
+                         bool args_outlive_write) {
   if (calls_ == 0) {
     bool worn_out = options_.max_uses > 0 && uses_ >= options_.max_uses;
     if (child_ && (worn_out || child_->has_exited())) stop();
     if (!child_) start();
   }
-  append_call_frame(outbox_, task, args);
+  outbox_.append_call(task, args, args_outlive_write);
   awaited_.push_back({Awaited::kCall, std::string(task), timeout});
   ++calls_;
   ++uses_;
@@ -150,16 +150,14 @@ void WorkerProcess::send(std::string_view task, const Value& args,
 }
 
 void WorkerProcess::flush() {
-  while (outbox_sent_ < outbox_.size()) {
-    long n = write_without_sigpipe(requests_.get(), outbox_.data() + outbox_sent_,
-                                   outbox_.size() - outbox_sent_);
+  while (!outbox_.empty()) {
+    long n = outbox_.write_some(requests_.get(), true);
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
-    if (n <= 0) break;  // the worker is gone; reading its answers reports how it ended
-    outbox_sent_ += static_cast<std::size_t>(n);
+    if (n <= 0) {  // the worker is gone; reading its answers reports how it ended
+      outbox_.clear();
+      return;
+    }
   }
-  outbox_.clear();
-  outbox_sent_ = 0;
-  if (outbox_.capacity() > kKeptCapacity) std::string().swap(outbox_);
 }
 
 void WorkerProcess::begin_oldest(Clock::time_point now) {
@@ -197,9 +195,9 @@ std::size_t WorkerProcess::died(const Ended& ended) {
   child_->reap();
   std::string how = describe_death(child_->wait_status());
   bool starting = !awaited_.empty() && awaited_.front().kind == Awaited::kReady;
-  std::string message = starting ? fmt::format("worker {} {} before it was ready: {}", pid(), how,
-                                               kStartHint)
-                                 : fmt::format("worker {} {} {}", pid(), doing(), how);
+  std::string message =
+      starting ? fmt::format("worker {} {} before it was ready: {}", pid(), how, kStartHint)
+               : fmt::format("worker {} {} {}", pid(), doing(), how);
   return fail(Outcome::kChildDied, std::move(message), ended);
 }
 
@@ -210,11 +208,11 @@ bool WorkerProcess::on_answer(Value answer, const Ended& ended, std::size_t* dro
     well_formed = answer.size() == 3 && answer[1].is_string() && answer[2].is_string();
   }
   if (!well_formed || awaited_.empty()) {
-    *dropped = fail(Outcome::kProtocol,
-                    fmt::format("worker protocol: worker {} sent {} while {}; it was killed",
-                                pid(), well_formed ? "an answer nobody asked for" : "a bad answer",
-                                doing()),
-                    ended);
+    *dropped =
+        fail(Outcome::kProtocol,
+             fmt::format("worker protocol: worker {} sent {} while {}; it was killed", pid(),
+                         well_formed ? "an answer nobody asked for" : "a bad answer", doing()),
+             ended);
     return false;
   }
   Awaited::Kind kind = awaited_.front().kind;
@@ -235,7 +233,7 @@ bool WorkerProcess::on_answer(Value answer, const Ended& ended, std::size_t* dro
   awaited_.pop_front();
   begin_oldest(now);
   if (kind != Awaited::kCall) return true;
-  --calls_;
+  if (--calls_ == 0 && decoder_.capacity() > kKeptCapacity) decoder_.release();
   if (ok) {
     ended(Outcome::of_value(std::move(answer[1])));
   } else {
@@ -315,24 +313,35 @@ Worker::~Worker() = default;
 Worker::Worker(Worker&&) noexcept = default;
 Worker& Worker::operator=(Worker&&) noexcept = default;
 
-void Worker::send(std::string_view task, const Value& args,
-                  std::optional<std::chrono::milliseconds> timeout) {
-  internal::WorkerProcess& process = state_->process;
+namespace {
+
+void send_one(internal::WorkerProcess& process, std::string_view task, const Value& args,
+              std::optional<std::chrono::milliseconds> timeout, bool args_outlive_write) {
   if (process.calls_in_flight() > 0) {
-    throw InvalidArgument("Worker::send: the previous call's result was not received (recv() it first)");
+    throw InvalidArgument(
+        "Worker::send: the previous call's result was not received (recv() it first)");
   }
-  process.send(task, args, timeout);
+  process.send(task, args, timeout, args_outlive_write);
   process.flush();
 }
 
+}  // namespace
+
+void Worker::send(std::string_view task, const Value& args,
+                  std::optional<std::chrono::milliseconds> timeout) {
+  send_one(state_->process, task, args, timeout, false);  // `args` may be gone before it is sent
+}
+
 Value Worker::recv() {
-  if (state_->process.calls_in_flight() == 0) throw InvalidArgument("Worker::recv: no call was sent");
+  if (state_->process.calls_in_flight() == 0) {
+    throw InvalidArgument("Worker::recv: no call was sent");
+  }
   return internal::unwrap(state_->process.wait());
 }
 
 Value Worker::call(std::string_view task, const Value& args,
                    std::optional<std::chrono::milliseconds> timeout) {
-  send(task, args, timeout);
+  send_one(state_->process, task, args, timeout, true);  // `args` lives until recv() returns
   return recv();
 }
 

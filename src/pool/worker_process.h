@@ -39,11 +39,13 @@ class WorkerProcess {
   // "ready" and the initializer's answer are awaited like calls, but are not calls). The call's
   // deadline is `timeout` from when it becomes the oldest in flight, i.e. when the worker starts
   // it. Throws when the process cannot be started or the arguments exceed the frame limit.
+  // `args_outlive_write`: `args` stays alive and unchanged until the call ends or stop(), so its
+  // large strings are written from where they are instead of being copied.
   void send(std::string_view task, const Value& args,
-            std::optional<std::chrono::milliseconds> timeout);
+            std::optional<std::chrono::milliseconds> timeout, bool args_outlive_write);
   // Writes queued requests without blocking.
   void flush();
-  bool wants_to_write() const noexcept { return outbox_sent_ < outbox_.size(); }
+  bool wants_to_write() const noexcept { return !outbox_.empty(); }
   int request_fd() const noexcept { return requests_.get(); }
   int response_fd() const noexcept { return responses_.get(); }
   // When what the worker does now (starting, or the oldest call) runs out of time.
@@ -91,8 +93,7 @@ class WorkerProcess {
   UniqueFd requests_;
   UniqueFd responses_;
   FrameDecoder decoder_;
-  std::string outbox_;
-  std::size_t outbox_sent_ = 0;
+  Outbox outbox_;
   std::deque<Awaited> awaited_;
   std::size_t calls_ = 0;
   int uses_ = 0;

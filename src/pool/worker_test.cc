@@ -15,6 +15,7 @@
 #include "kiln/pool.h"
 #include "kiln/process.h"
 #include "kiln/temp_directory.h"
+#include "kiln_build_info.h"
 #include "pool/frame.h"
 #include "pool/protocol.h"
 #include "testing/test_support.h"
@@ -46,6 +47,14 @@ KILN_TASK(init_counter, [](const Value& start) -> Value {
   return nullptr;
 });
 KILN_TASK(read_counter, [](const Value&) -> Value { return g_initialized; });
+KILN_TASK(init_fails, [](const Value&) -> Value { throw std::runtime_error("no licence server"); });
+KILN_TASK(rss_kib, [](const Value&) -> Value {
+  std::ifstream status("/proc/self/status");
+  for (std::string line; std::getline(status, line);) {
+    if (line.starts_with("VmRSS:")) return std::stol(line.substr(6));
+  }
+  return -1;
+});
 KILN_TASK(chatty, [](const Value& x) -> Value {
   std::printf("\x01\x02garbage on stdout\n");
   (void)std::fflush(stdout);
@@ -138,6 +147,52 @@ TEST(Worker, InitializerRunsAtEveryStartAndIsNotAUse) {
   EXPECT_EQ(worker.call("read_counter", nullptr), 5) << "the initializer's state is visible";
   EXPECT_EQ(worker.call("read_counter", nullptr), 5) << "it ran once, and was not counted as a use";
   EXPECT_EQ(worker.call("read_counter", nullptr), 5) << "recycled: a fresh process ran it again";
+}
+
+TEST(Worker, AFailingInitializerFailsTheCallWithItsError) {
+  Worker worker({.initializer = "init_fails"});
+  for (int attempt = 0; attempt < 2; ++attempt) {  // and again on the restart
+    try {
+      worker.call("square", 2, 5s);
+      FAIL() << "expected the initializer's TaskError";
+    } catch (const TaskError& e) {
+      EXPECT_EQ(e.type_name(), "std::runtime_error");
+      EXPECT_EQ(e.message(), "no licence server");
+    }
+    EXPECT_EQ(worker.pid(), 0) << "the worker whose initializer failed is stopped";
+  }
+}
+
+TEST(Worker, OneCallInFlightAtATime) {
+  Worker worker;
+  EXPECT_THROW(worker.recv(), InvalidArgument);
+  worker.send("square", 4);
+  EXPECT_THROW(worker.send("square", 5), InvalidArgument);
+  EXPECT_EQ(worker.recv(), 16);
+}
+
+TEST(Worker, LargeValuesBothWaysAndMemoryIsGivenBackWhenIdle) {
+  Worker worker;
+  long before_kib = worker.call("rss_kib", nullptr, 10s).get<long>();
+  std::string text(size_t{6} << 20, 'k');
+  for (size_t i = 0; i < text.size(); i += 4096) text[i] = static_cast<char>('a' + i % 26);
+  std::vector<std::uint8_t> bytes(size_t{12} << 20);
+  for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<std::uint8_t>(i * 7);
+  Value big = {{"text", text}, {"bytes", Value::binary(bytes)}, {"n", 1}};
+  Value echoed = worker.call("echo", big, 60s);
+  EXPECT_TRUE(echoed == big);
+  if (std::string_view(KILN_SANITIZE).size() > 0) {
+    GTEST_SKIP() << "the sanitizer's allocator keeps freed memory on purpose";
+  }
+  // The worker kept its buffers (18 MiB and more) while busy; idle, it gives them back.
+  long idle_kib = 0;
+  for (int i = 0; i < 100; ++i) {
+    std::this_thread::sleep_for(60ms);
+    idle_kib = worker.call("rss_kib", nullptr, 10s).get<long>();
+    if (idle_kib <= before_kib + 4L * 1024) break;
+  }
+  EXPECT_LE(idle_kib, before_kib + 4L * 1024)
+      << "RSS before " << before_kib << " KiB, idle after 18 MiB each way " << idle_kib << " KiB";
 }
 
 TEST(Worker, TaskExceptionsCarryTypeAndMessage) {
