@@ -62,13 +62,6 @@ void feed(UniqueFd& fd, const std::string& data, size_t& offset) {
   fd.reset();
 }
 
-int poll_timeout_ms(std::optional<Clock::time_point> deadline) {
-  if (!deadline) return -1;
-  auto left = *deadline - Clock::now();
-  if (left <= Clock::duration::zero()) return 0;
-  return static_cast<int>(std::chrono::ceil<std::chrono::milliseconds>(left).count());
-}
-
 // The pipes and the state of one run.
 struct Session {
   std::array<Sink, 2> sinks;  // stdout, stderr (stderr's fd is invalid when merged)
@@ -89,12 +82,13 @@ struct Session {
     if (stdin_fd) fds[n++] = {stdin_fd.get(), POLLOUT, 0};
     bool watch_exit = !exited && child.exit_fd() >= 0;
     if (watch_exit) fds[n++] = {child.exit_fd(), POLLIN, 0};
-    int timeout = poll_timeout_ms(deadline);
+    std::optional<Clock::time_point> until = deadline;
     if (!exited && !watch_exit && n == 0) {
       // No pidfd and no pipe left to wake us: look again in a millisecond.
-      timeout = timeout < 0 ? 1 : std::min(timeout, 1);
+      auto soon = Clock::now() + std::chrono::milliseconds(1);
+      until = until ? std::min(*until, soon) : soon;
     }
-    int r = internal::retry_eintr([&] { return ::poll(fds.data(), n, timeout); });
+    int r = internal::poll_until(fds.data(), n, until);
     if (r == -1) throw SystemError("poll", errno);
     for (Sink& s : sinks) {
       if (s.fd) drain(s);

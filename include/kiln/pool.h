@@ -44,7 +44,10 @@ using Value = nlohmann::json;
 
 namespace pool {
 
-using TaskFn = std::function<Value(const Value&)>;
+// A task receives its argument by value, moved out of the request: a task that takes `Value`
+// (rather than `const Value&`) can keep or return it without copying, which matters for large
+// byte strings.
+using TaskFn = std::function<Value(Value)>;
 
 // Registers `fn` under `name` (a later registration of the same name replaces it). Returns
 // true, so that it can initialize a static; KILN_TASK does that.

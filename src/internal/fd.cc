@@ -44,6 +44,22 @@ void set_nonblocking(int fd) {
   }
 }
 
+int poll_until(pollfd* fds, nfds_t count,
+               std::optional<std::chrono::steady_clock::time_point> deadline) {
+  for (;;) {
+    timespec left{};
+    if (deadline) {
+      auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                    *deadline - std::chrono::steady_clock::now())
+                    .count();
+      if (ns > 0)
+        left = {static_cast<time_t>(ns / 1'000'000'000), static_cast<long>(ns % 1'000'000'000)};
+    }
+    int r = ::ppoll(fds, count, deadline ? &left : nullptr, nullptr);
+    if (r != -1 || errno != EINTR) return r;
+  }
+}
+
 long write_without_sigpipe(int fd, const char* data, unsigned long size) {
   iovec one{const_cast<char*>(data), size};  // NOLINT(cppcoreguidelines-pro-type-const-cast)
   return writev_without_sigpipe(fd, &one, 1);

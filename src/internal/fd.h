@@ -1,9 +1,12 @@
 // File descriptors: an owning handle, close-on-exec pipes, and the one EINTR retry helper.
 #pragma once
 
+#include <poll.h>
 #include <sys/uio.h>
 
 #include <cerrno>
+#include <chrono>
+#include <optional>
 #include <utility>
 
 namespace kiln::internal {
@@ -61,6 +64,11 @@ void set_nonblocking(int fd);
 // Writes up to `size` bytes like write(2), but a reader that went away gives EPIPE without
 // raising SIGPIPE in the host. Returns the count written or -1 with errno set.
 long write_without_sigpipe(int fd, const char* data, unsigned long size);
+// poll(2) until `deadline` (std::nullopt: none) with the deadline's own precision (ppoll), not
+// rounded up to a millisecond; EINTR is retried with the time left. Returns poll's result.
+int poll_until(pollfd* fds, nfds_t count,
+               std::optional<std::chrono::steady_clock::time_point> deadline);
+
 // The same for writev(2).
 long writev_without_sigpipe(int fd, const struct iovec* iov, int count);
 

@@ -186,16 +186,10 @@ bool Child::has_exited() {
 
 bool Child::wait_exit_until(std::optional<Clock::time_point> deadline) {
   while (!has_exited()) {
-    int wait_ms = -1;
-    if (deadline) {
-      auto now = Clock::now();
-      if (now >= *deadline) return false;
-      wait_ms =
-          static_cast<int>(std::chrono::ceil<std::chrono::milliseconds>(*deadline - now).count());
-    }
+    if (deadline && Clock::now() >= *deadline) return false;
     if (pidfd_) {
       pollfd p{pidfd_.get(), POLLIN, 0};
-      retry_eintr([&] { return ::poll(&p, 1, wait_ms); });
+      poll_until(&p, 1, deadline);
     } else {
       // No pidfd: short sleeps keep the deadline within a millisecond.
       std::this_thread::sleep_for(std::chrono::milliseconds(1));

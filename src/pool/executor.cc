@@ -230,14 +230,7 @@ void Executor::State::wait_for_events() {
     }
     if (auto d = process.deadline(); d && (!soonest || *d < *soonest)) soonest = d;
   }
-  int timeout_ms = -1;
-  if (soonest) {
-    auto left = *soonest - Clock::now();
-    timeout_ms = left <= Clock::duration::zero()
-                     ? 0
-                     : static_cast<int>(std::chrono::ceil<std::chrono::milliseconds>(left).count());
-  }
-  internal::retry_eintr([&] { return ::poll(fds.data(), fds.size(), timeout_ms); });
+  internal::poll_until(fds.data(), fds.size(), soonest);
   if (fds[0].revents != 0) {
     std::uint64_t count = 0;
     [[maybe_unused]] ssize_t n = ::read(wake.get(), &count, sizeof count);

@@ -56,7 +56,7 @@ bool write_all(int fd, internal::Outbox& out) {
 // Answers one request: runs its task and writes the answer. Throws ProtocolError for a request
 // that is not [task name, args] (the parent is broken, and the worker exits). Returns false when
 // the parent is gone.
-bool answer(const Value& request, internal::Outbox& out) {
+bool answer(Value request, internal::Outbox& out) {
   if (!request.is_array() || request.size() != 2 || !request[0].is_string()) {
     throw ProtocolError("worker protocol: a request that is not [task, args]");
   }
@@ -76,7 +76,7 @@ bool answer(const Value& request, internal::Outbox& out) {
   }
   Value result;
   try {
-    result = fn(request[1]);
+    result = fn(std::move(request[1]));
     out.append_answer(result, true);  // written below, while `result` lives
   } catch (const std::exception& e) {
     out.append_error(type_name_of(e), e.what());
@@ -126,7 +126,7 @@ int serve() {
     // Each answer goes out as soon as its task is done, even when more requests are buffered:
     // the parent's deadline for the next call starts when it reads this answer.
     while (std::optional<Value> request = decoder.next()) {
-      if (!answer(*request, out)) return 1;
+      if (!answer(std::move(*request), out)) return 1;
     }
     release_when_idle(decoder, out);
     ssize_t n = decoder.read_from(internal::kRequestFd);
@@ -152,11 +152,11 @@ void serve_if_worker(int argc, char** argv) {
   // Whatever a task starts must not inherit the protocol's descriptors.
   (void)::fcntl(internal::kRequestFd, F_SETFD, FD_CLOEXEC);
   (void)::fcntl(internal::kResponseFd, F_SETFD, FD_CLOEXEC);
-  watch_for_hangup();
   // Tell the parent this program really is a worker, loaded and ready: its deadlines start now.
   internal::Outbox ready;
   ready.append_answer("ready", false);
   if (!write_all(internal::kResponseFd, ready)) std::_Exit(1);
+  watch_for_hangup();  // after "ready": starting a thread need not delay it
   int status = 1;
   try {
     status = serve();

@@ -281,16 +281,9 @@ Outcome WorkerProcess::wait() {
   while (!result && calls_ > 0) {
     expire_if_overdue(Clock::now(), ended);
     if (result) break;
-    int wait_ms = -1;
-    if (deadline_) {
-      auto left = *deadline_ - Clock::now();
-      wait_ms = left <= Clock::duration::zero()
-                    ? 0
-                    : static_cast<int>(std::chrono::ceil<std::chrono::milliseconds>(left).count());
-    }
     pollfd p[2] = {{responses_.get(), POLLIN, 0}, {requests_.get(), POLLOUT, 0}};
     nfds_t count = wants_to_write() ? 2 : 1;
-    int r = retry_eintr([&] { return ::poll(p, count, wait_ms); });
+    int r = poll_until(p, count, deadline_);
     if (r == -1) throw SystemError("poll", errno);
     if (count == 2 && p[1].revents != 0) flush();
     if (p[0].revents != 0) read_available(ended);
