@@ -1,0 +1,115 @@
+// CUDA: compile kernels with nvcc or NVRTC, find the toolkit and its parts, and answer what a
+// compute capability supports, as tvm.support.nvcc.
+//
+//   std::string cubin = kiln::cuda::compile_cuda(source, {.arch = "sm_90a"});   // NVRTC, cubin
+//   std::string ptx = kiln::cuda::compile_cuda(
+//       source, {.format = kiln::cuda::Format::ptx, .arch = "sm_80",
+//                .backend = kiln::cuda::Backend::nvcc});
+//
+// NVRTC is loaded at run time (dlopen): kiln needs no CUDA to build or run, and asking for NVRTC
+// where there is none is an Error naming every place it looked. The environment variables of the
+// seed are honoured: TVM_CUDA_COMPILE_MODE, TVM_KERNEL_DUMP, TVM_KERNEL_DEBUG,
+// TVM_CUDA_PTXAS_REG_LEVEL, TVM_CUDA_PTXAS_EXTRA_OPTS, TVM_CUDA_NVRTC_EXTRA_OPTS,
+// TVM_CUDA_NVCC_NO_FAST_MATH, CUDA_PATH, NVSHMEM_HOME; KILN_NVRTC names the NVRTC library to load.
+#pragma once
+
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace kiln::cuda {
+
+enum class Backend { nvrtc, nvcc };
+enum class Format { ptx, cubin, fatbin };
+
+// "nvrtc" / "nvcc"; anything else is InvalidArgument with the seed's message.
+Backend backend_from_name(std::string_view name);
+std::string_view backend_name(Backend backend);
+// "ptx" / "cubin" / "fatbin"; anything else is InvalidArgument.
+Format format_from_name(std::string_view name);
+std::string_view format_name(Format format);
+
+struct CompileOptions {
+  // Default: ptx with nvcc, cubin with NVRTC; always cubin when the source uses NVSHMEM.
+  std::optional<Format> format{};
+  // "sm_80", "sm_90a" or "compute_80" (NVRTC respells it for the format). Empty: the compute
+  // capability of device 0 when a driver and a GPU are present, else an Error asking for one.
+  std::string arch{};
+  // Extra compiler options; with NVRTC, nvcc-only ones (-c, -O3, -std=..., -Xcompiler, ...) are
+  // dropped as the seed does.
+  std::vector<std::string> options{};
+  // When set, the result is also written there (the seed's path_target).
+  std::filesystem::path output{};
+  Backend backend = Backend::nvrtc;
+};
+
+// The compiled bytes: PTX text, a cubin or a fatbin. A compile error throws ToolFailed whose
+// output holds the source and the compiler's log ("Compilation error:"); a missing compiler,
+// NVRTC library or CUDA header directory throws an Error that says what was looked for.
+std::string compile_cuda(std::string_view code, const CompileOptions& options = {});
+
+// The seed's tvm_callback_cuda_compile: TVM_CUDA_COMPILE_MODE (case-insensitive, default
+// "nvrtc") picks NVRTC -> cubin or nvcc -> fatbin; anything else is InvalidArgument.
+std::string tvm_callback_cuda_compile(std::string_view code, const std::string& arch = {});
+
+// True when the source includes nvshmem.h or nvshmemx.h.
+bool uses_nvshmem(std::string_view code);
+
+// $CUDA_PATH; else two levels above the real path of nvcc on PATH; else /usr/local/cuda when it
+// has bin/nvcc; else FileNotFound naming the three.
+std::filesystem::path find_cuda_path();
+
+struct CudaVersion {
+  int major = 0;
+  int minor = 0;
+  int patch = 0;
+  std::string to_string() const;  // "13.0.88"
+  auto operator<=>(const CudaVersion&) const = default;
+};
+// The toolkit's version: version.txt (its last token), Debian's lib/cuda/version.txt,
+// version.json ("cuda": {"version": ...}), then `nvcc --version`. Empty path: find_cuda_path().
+CudaVersion get_cuda_version(const std::filesystem::path& cuda_path = {});
+
+struct NvshmemPaths {
+  std::filesystem::path include_dir;  // holds nvshmem.h
+  std::filesystem::path lib_dir;      // holds libnvshmem.a/.so, libnvshmem_device.a or host .so
+};
+// Roots $NVSHMEM_HOME, the CUDA path, /usr/local, /usr; include dirs include and
+// include/nvshmem_*; lib dirs lib64, lib, lib/<machine>-linux-gnu, lib64/<machine>-linux-gnu;
+// the first pair found. Else FileNotFound listing the roots and how to fix it.
+NvshmemPaths find_nvshmem_paths();
+
+// libdevice for compute capability `arch` (e.g. 80): <cuda>/nvvm/libdevice or Debian's
+// lib/nvidia-cuda-toolkit/libdevice; CUDA 9.0-11.3 -> libdevice.10.bc; later, the
+// libdevice.compute_N.10.bc with the largest N <= arch, or plain libdevice.10.bc.
+std::filesystem::path find_libdevice_path(int arch);
+
+// "sm_86" -> "8.6", "sm_90a" -> "9.0.a", "compute_80" -> "8.0". InvalidArgument when unparsable.
+std::string compute_version_of_arch(std::string_view arch);
+// From `arch` when given, else from device 0 (".a" appended for major >= 9), else InvalidArgument
+// that says what was tried and asks for an arch such as -arch=sm_80.
+std::string get_target_compute_version(std::string_view arch = {});
+// "8.6" -> {8, 6}; "9.0.a" -> {9, 0}. InvalidArgument when unparsable.
+std::pair<int, int> parse_compute_version(std::string_view compute_version);
+
+bool have_fp16(std::string_view compute_version);        // 5.3, or major >= 6
+bool have_int8(std::string_view compute_version);        // major >= 6
+bool have_tensorcore(std::string_view compute_version);  // major >= 7
+bool have_bf16(std::string_view compute_version);        // major >= 8
+bool have_fp8(std::string_view compute_version);         // 8.9, or major >= 9
+bool have_fp4(std::string_view compute_version);         // exactly 10.0
+bool have_cudagraph();                                   // CUDA >= 10.0
+
+// The compute capability of device 0 ("8.6"), through the CUDA driver when one is installed.
+// std::nullopt when there is no driver or no device; `why_not` (if given) then says which.
+std::optional<std::string> device_compute_version(std::string* why_not = nullptr);
+
+// NVRTC's version and the architectures it can compile for (sm numbers, e.g. 75, 80, 90).
+// Throw like compile_cuda when NVRTC cannot be loaded.
+std::pair<int, int> nvrtc_version();
+std::vector<int> nvrtc_supported_archs();
+
+}  // namespace kiln::cuda

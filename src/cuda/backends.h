@@ -1,0 +1,36 @@
+// What compile_cuda hands to a backend, and what both backends share.
+#pragma once
+
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "kiln/cuda.h"
+
+namespace kiln::cuda::internal {
+
+struct Request {
+  std::string code;
+  Format format = Format::ptx;
+  std::string arch;  // as the caller gave it; may be empty
+  std::vector<std::string> options;
+  bool nvshmem = false;
+};
+
+std::string compile_with_nvrtc(const Request& request);
+std::string compile_with_nvcc(const Request& request);
+
+// A non-empty environment variable.
+std::optional<std::string> env(const char* name);
+// What ptxas gets from both backends: -v, --register-usage-level=<TVM_CUDA_PTXAS_REG_LEVEL or
+// 10>, --warn-on-local-memory-usage, then the TVM_CUDA_PTXAS_EXTRA_OPTS words.
+std::vector<std::string> ptxas_flags();
+// "sm_90a" -> "90a", for -gencode and nvlink; the arch from the device when `arch` is empty.
+std::string arch_digits(const std::string& arch);
+// The six -U__CUDA_NO_{HALF,BFLOAT16,BFLOAT162}_{OPERATORS,CONVERSIONS}__ options.
+const std::vector<std::string>& half_and_bfloat16_undefines();
+// The machine name as the toolkit spells it in targets/<machine>-linux.
+std::string machine();
+
+}  // namespace kiln::cuda::internal

@@ -1,0 +1,126 @@
+// compile_cuda: picks the backend and format, and what both backends share.
+#include <sys/utsname.h>
+
+#include <algorithm>
+#include <cctype>
+#include <fstream>
+
+#include <fmt/format.h>
+
+#include "cuda/backends.h"
+#include "internal/shell_words.h"
+#include "kiln/cuda.h"
+#include "kiln/error.h"
+
+namespace kiln::cuda {
+namespace internal {
+
+std::optional<std::string> env(const char* name) {
+  const char* value = std::getenv(name);  // NOLINT(concurrency-mt-unsafe): read-only use
+  if (value == nullptr || *value == '\0') return std::nullopt;
+  return std::string(value);
+}
+
+std::vector<std::string> ptxas_flags() {
+  std::vector<std::string> flags = {
+      "-v", "--register-usage-level=" + env("TVM_CUDA_PTXAS_REG_LEVEL").value_or("10"),
+      "--warn-on-local-memory-usage"};
+  if (auto extra = env("TVM_CUDA_PTXAS_EXTRA_OPTS")) {
+    for (std::string& word :
+         kiln::internal::split_shell_words(*extra, "TVM_CUDA_PTXAS_EXTRA_OPTS")) {
+      flags.push_back(std::move(word));
+    }
+  }
+  return flags;
+}
+
+std::string arch_digits(const std::string& arch) {
+  std::string version = get_target_compute_version(arch);  // "9.0.a"
+  std::string digits;
+  std::copy_if(version.begin(), version.end(), std::back_inserter(digits),
+               [](char c) { return c != '.'; });
+  return digits;
+}
+
+const std::vector<std::string>& half_and_bfloat16_undefines() {
+  static const std::vector<std::string> undefines = {
+      "-U__CUDA_NO_HALF_OPERATORS__",      "-U__CUDA_NO_HALF_CONVERSIONS__",
+      "-U__CUDA_NO_BFLOAT16_OPERATORS__",  "-U__CUDA_NO_BFLOAT16_CONVERSIONS__",
+      "-U__CUDA_NO_BFLOAT162_OPERATORS__", "-U__CUDA_NO_BFLOAT162_CONVERSIONS__"};
+  return undefines;
+}
+
+std::string machine() {
+  utsname names{};
+  return ::uname(&names) == 0 ? names.machine : "x86_64";
+}
+
+}  // namespace internal
+
+Backend backend_from_name(std::string_view name) {
+  if (name == "nvrtc") return Backend::nvrtc;
+  if (name == "nvcc") return Backend::nvcc;
+  throw InvalidArgument(fmt::format("cuda compiler must be 'nvcc' or 'nvrtc', got: {}", name));
+}
+
+std::string_view backend_name(Backend backend) {
+  return backend == Backend::nvcc ? "nvcc" : "nvrtc";
+}
+
+Format format_from_name(std::string_view name) {
+  if (name == "ptx") return Format::ptx;
+  if (name == "cubin") return Format::cubin;
+  if (name == "fatbin") return Format::fatbin;
+  throw InvalidArgument(
+      fmt::format("target_format must be in cubin, ptx, fatbin, got: '{}'", name));
+}
+
+std::string_view format_name(Format format) {
+  switch (format) {
+    case Format::ptx:
+      return "ptx";
+    case Format::cubin:
+      return "cubin";
+    case Format::fatbin:
+      break;
+  }
+  return "fatbin";
+}
+
+bool uses_nvshmem(std::string_view code) {
+  return code.find("#include <nvshmem.h>") != std::string_view::npos ||
+         code.find("#include <nvshmemx.h>") != std::string_view::npos;
+}
+
+std::string compile_cuda(std::string_view code, const CompileOptions& options) {
+  internal::Request request;
+  request.code = std::string(code);
+  request.arch = options.arch;
+  request.options = options.options;
+  request.nvshmem = uses_nvshmem(code);
+  Format fallback = options.backend == Backend::nvcc ? Format::ptx : Format::cubin;
+  request.format = request.nvshmem ? Format::cubin : options.format.value_or(fallback);
+  std::string bytes = options.backend == Backend::nvcc ? internal::compile_with_nvcc(request)
+                                                       : internal::compile_with_nvrtc(request);
+  if (bytes.empty()) throw Error("Compilation error: empty result is generated");
+  if (!options.output.empty()) {
+    std::ofstream out(options.output, std::ios::binary | std::ios::trunc);
+    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    if (!out.flush()) throw FileNotFound("cannot write " + options.output.string());
+  }
+  return bytes;
+}
+
+std::string tvm_callback_cuda_compile(std::string_view code, const std::string& arch) {
+  std::string mode = internal::env("TVM_CUDA_COMPILE_MODE").value_or("nvrtc");
+  std::transform(mode.begin(), mode.end(), mode.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  if (mode == "nvrtc") return compile_cuda(code, {.format = Format::cubin, .arch = arch});
+  if (mode == "nvcc") {
+    return compile_cuda(code, {.format = Format::fatbin, .arch = arch, .backend = Backend::nvcc});
+  }
+  throw InvalidArgument(
+      fmt::format("Invalid TVM_CUDA_COMPILE_MODE: {}. Expected 'nvcc' or 'nvrtc'.", mode));
+}
+
+}  // namespace kiln::cuda

@@ -1,0 +1,108 @@
+// The nvcc backend: the seed's flags, in the seed's order, through the process runner.
+#include <fstream>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "cuda/backends.h"
+#include "kiln/cuda.h"
+#include "kiln/error.h"
+#include "kiln/process.h"
+#include "kiln/temp_directory.h"
+
+namespace kiln::cuda::internal {
+namespace {
+
+namespace fs = std::filesystem;
+
+void write_file(const fs::path& path, std::string_view bytes) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  if (!out.flush()) throw FileNotFound("cannot write " + path.string());
+}
+
+std::string read_file(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw FileNotFound("the compiler wrote no " + path.string());
+  std::ostringstream bytes;
+  bytes << in.rdbuf();
+  return bytes.str();
+}
+
+// Runs one stage; a failure carries the source and the tool's output, as the seed's does.
+void run_stage(const std::string& code, std::vector<std::string> argv) {
+  RunResult result = run({.argv = std::move(argv)});
+  if (!result.ok()) {
+    throw ToolFailed(code, "Compilation error:\n" + result.output, result.command_line,
+                     result.exit_code > 0 ? "" : result.status_text());
+  }
+}
+
+std::string nvcc_program() {
+  fs::path nvcc = find_cuda_path() / "bin" / "nvcc";
+  std::error_code ec;
+  return fs::exists(nvcc, ec) ? nvcc.string() : "nvcc";
+}
+
+}  // namespace
+
+std::string compile_with_nvcc(const Request& request) {
+  Format format = request.format;
+  std::optional<std::string> dump = env("TVM_KERNEL_DUMP");
+  if (dump && !request.nvshmem) format = Format::fatbin;  // the seed dumps SASS from a fatbin
+  std::optional<NvshmemPaths> nvshmem;
+  if (request.nvshmem) nvshmem = find_nvshmem_paths();
+  std::string digits = arch_digits(request.arch);
+
+  TempDirectory temp;
+  fs::path source = temp / "tvm_kernels.cu";
+  if (dump) {
+    fs::create_directories(*dump);
+    source = fs::path(*dump) / "tvm_kernels.cu";
+  }
+  write_file(source, request.code);
+  fs::path target = temp / fmt::format("tvm_kernels.{}", format_name(format));
+  if (request.nvshmem) target = temp / "tvm_kernels.o";  // first stage: a relocatable object
+
+  std::vector<std::string> cmd = {nvcc_program(), fmt::format("--{}", format_name(format)), "-O3"};
+  if (dump) {
+    cmd.insert(cmd.end(), {"-lineinfo", "--keep", "--keep-dir=" + *dump});
+  }
+  if (env("TVM_KERNEL_DEBUG") == "1") cmd.insert(cmd.end(), {"-g", "-G"});
+  if (request.arch.empty()) {
+    cmd.insert(cmd.end(), {"-gencode", fmt::format("arch=compute_{0},code=sm_{0}", digits)});
+  } else {
+    cmd.insert(cmd.end(), {"-arch", request.arch});
+  }
+  const auto& undefines = half_and_bfloat16_undefines();
+  cmd.insert(cmd.end(), undefines.begin(), undefines.end());
+  cmd.insert(cmd.end(), {"--expt-relaxed-constexpr", "--expt-extended-lambda"});
+  if (!env("TVM_CUDA_NVCC_NO_FAST_MATH")) cmd.emplace_back("--use_fast_math");
+  std::string ptxas = "--ptxas-options=";
+  for (const std::string& flag : ptxas_flags()) {
+    ptxas += (ptxas.back() == '=' ? "" : ",") + flag;
+  }
+  cmd.push_back(ptxas);
+  cmd.insert(cmd.end(), request.options.begin(), request.options.end());
+  cmd.insert(cmd.end(), {"-o", target.string()});
+  if (request.nvshmem) {
+    cmd.insert(cmd.end(),
+               {"-c", source.string(), "-rdc=true", "-I", nvshmem->include_dir.string()});
+  } else {
+    cmd.push_back(source.string());
+  }
+  run_stage(request.code, cmd);
+
+  if (request.nvshmem) {
+    fs::path cubin = temp / "tvm_kernels.cubin";
+    fs::path nvlink = fs::path(nvcc_program()).parent_path() / "nvlink";
+    run_stage(request.code,
+              {nvlink.has_parent_path() ? nvlink.string() : "nvlink", "-arch=sm_" + digits, "-L",
+               nvshmem->lib_dir.string(), "-L", (find_cuda_path() / "lib64").string(), "-l",
+               "nvshmem_device", "-l", "cudadevrt", "-o", cubin.string(), target.string()});
+    target = cubin;
+  }
+  return read_file(target);
+}
+
+}  // namespace kiln::cuda::internal

@@ -1,0 +1,238 @@
+// The NVRTC backend: the seed's source filtering, preamble and options, through the NVRTC library
+// loaded at run time.
+#include <fstream>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "cuda/backends.h"
+#include "cuda/nvrtc_library.h"
+#include "internal/shell_words.h"
+#include "kiln/cuda.h"
+#include "kiln/error.h"
+#include "kiln/process.h"
+
+namespace kiln::cuda::internal {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr std::string_view kTensorMap =
+    "struct __align__(128) CUtensorMap {\n"
+    "  unsigned long long opaque[16];\n"
+    "};\n\n";
+
+// What the seed prepends to every kernel: the fixed-width integers, asm spellings and INFINITY
+// that NVRTC does not provide by itself.
+constexpr std::string_view kPreamble =
+    "#include <cuda/std/cstdint>\n"
+    "using cuda::std::uint8_t;\n"
+    "using cuda::std::uint16_t;\n"
+    "using cuda::std::uint32_t;\n"
+    "using cuda::std::uint64_t;\n"
+    "using cuda::std::int8_t;\n"
+    "using cuda::std::int16_t;\n"
+    "using cuda::std::int32_t;\n"
+    "using cuda::std::int64_t;\n"
+    "\n"
+    "#ifndef __asm__\n"
+    "#define __asm__ asm\n"
+    "#endif\n"
+    "#ifndef __volatile__\n"
+    "#define __volatile__ volatile\n"
+    "#endif\n"
+    "#ifndef INFINITY\n"
+    "#define INFINITY __int_as_float(0x7f800000)\n"
+    "#endif\n"
+    "\n";
+
+// NVSHMEM's headers use std:: type traits, which NVRTC has under cuda::std.
+constexpr std::string_view kNvshmemPreamble =
+    "#include <cuda/std/type_traits>\n"
+    "namespace std {\n"
+    "  using cuda::std::is_integral;\n"
+    "  using cuda::std::is_signed;\n"
+    "  using cuda::std::is_unsigned;\n"
+    "  using cuda::std::is_floating_point;\n"
+    "  using cuda::std::is_same;\n"
+    "  using cuda::std::enable_if;\n"
+    "  using cuda::std::conditional;\n"
+    "}\n\n";
+
+// Options nvcc takes and NVRTC refuses, dropped from the user's options.
+constexpr std::string_view kNvccOnly[] = {
+    "-c",        "-O",       "-std",    "--std",     "-Xcompiler",         "-Xlinker",
+    "-Xarchive", "-Xcudafe", "-Xptxas", "--compile", "--compiler-options", "--linker-options",
+    "-fPIC",     "-shared",  "-o"};
+
+bool nvcc_only(std::string_view option) {
+  for (std::string_view prefix : kNvccOnly) {
+    if (option.starts_with(prefix)) return true;
+  }
+  return false;
+}
+
+std::string trim(std::string_view line) {
+  size_t begin = line.find_first_not_of(" \t\r");
+  size_t end = line.find_last_not_of(" \t\r");
+  return begin == std::string_view::npos ? "" : std::string(line.substr(begin, end - begin + 1));
+}
+
+// The source NVRTC compiles: host-only includes dropped, the preambles in front.
+std::string prepared_source(const Request& request) {
+  std::string body;
+  std::istringstream lines(request.code);
+  bool first = true;
+  for (std::string line; std::getline(lines, line);) {
+    if (trim(line) == "#include <cuda.h>") continue;
+    body += (first ? "" : "\n") + line;
+    first = false;
+  }
+  std::string source;
+  if (request.nvshmem) source += kNvshmemPreamble;
+  source += kPreamble;
+  if (body.find("CUtensorMap") != std::string::npos) source += kTensorMap;
+  return source + body;
+}
+
+// "sm_90a" for a cubin, "compute_90a" for PTX: the spelling follows the format.
+std::string spelled_arch(const Request& request) {
+  std::string arch = request.arch.empty() ? "sm_" + arch_digits("") : request.arch;
+  (void)compute_version_of_arch(arch);  // refuses what is not an arch
+  std::string digits = arch.substr(arch.find('_') + 1);
+  return (request.format == Format::ptx ? "compute_" : "sm_") + digits;
+}
+
+std::vector<std::string> include_options(const fs::path& cuda) {
+  fs::path targets = cuda / "targets" / (machine() + "-linux") / "include";
+  std::vector<fs::path> dirs;
+  std::error_code ec;
+  for (const fs::path& dir : {cuda / "include", targets, targets / "cccl"}) {
+    if (fs::is_directory(dir, ec)) dirs.push_back(dir);
+  }
+  bool has_runtime = false;
+  std::string searched;
+  for (const fs::path& dir : dirs) {
+    has_runtime = has_runtime || fs::exists(dir / "cuda_runtime.h", ec);
+    searched += (searched.empty() ? "" : ", ") + dir.string();
+  }
+  if (!has_runtime) {
+    throw FileNotFound(fmt::format(
+        "Cannot find CUDA headers in {}. Searched in: [{}]. Please ensure CUDA is properly "
+        "installed.",
+        cuda.string(), searched));
+  }
+  std::vector<std::string> options;
+  for (const fs::path& dir : dirs) options.push_back("-I" + dir.string());
+  return options;
+}
+
+std::vector<std::string> nvrtc_options(const Request& request, const std::string& arch) {
+  std::vector<std::string> options = {"--gpu-architecture=" + arch, "-default-device",
+                                      "--device-int128"};
+  if (request.nvshmem) options.emplace_back("-rdc=true");
+  std::vector<std::string> includes = include_options(find_cuda_path());
+  options.insert(options.end(), includes.begin(), includes.end());
+  if (request.nvshmem) options.push_back("-I" + find_nvshmem_paths().include_dir.string());
+  for (const char* silence :
+       {"-D__NV_SILENCE_DEPRECATION_BEGIN=", "-D__NV_SILENCE_DEPRECATION_END=",
+        "-D__NV_SILENCE_HOST_DEPRECATION_BEGIN=", "-D__NV_SILENCE_HOST_DEPRECATION_END="}) {
+    options.emplace_back(silence);
+  }
+  const auto& undefines = half_and_bfloat16_undefines();
+  options.insert(options.end(), undefines.begin(), undefines.end());
+  options.emplace_back("--use_fast_math");
+  for (const std::string& flag : ptxas_flags()) options.push_back("--ptxas-options=" + flag);
+  if (auto extra = env("TVM_CUDA_NVRTC_EXTRA_OPTS")) {
+    for (std::string& word :
+         kiln::internal::split_shell_words(*extra, "TVM_CUDA_NVRTC_EXTRA_OPTS")) {
+      options.push_back(std::move(word));
+    }
+  }
+  for (const std::string& option : request.options) {
+    if (!nvcc_only(option)) options.push_back(option);
+  }
+  return options;
+}
+
+// Owns one NVRTC program.
+class Program {
+ public:
+  Program(const NvrtcLibrary& lib, const std::string& source) : lib_(lib) {
+    int r = lib_.create_program(&program_, source.c_str(), "tvm_kernels.cu", 0, nullptr, nullptr);
+    if (r != 0) throw Error("Failed to create NVRTC program: " + nvrtc_error(r));
+  }
+  ~Program() { lib_.destroy_program(&program_); }
+  Program(const Program&) = delete;
+  Program& operator=(const Program&) = delete;
+
+  NvrtcLibrary::Program get() const noexcept { return program_; }
+  std::string log() const {
+    std::size_t size = 0;
+    if (lib_.get_program_log_size(program_, &size) != 0 || size == 0) return {};
+    std::string text(size, '\0');
+    if (lib_.get_program_log(program_, text.data()) != 0) return {};
+    if (!text.empty() && text.back() == '\0') text.pop_back();
+    return text;
+  }
+
+ private:
+  const NvrtcLibrary& lib_;
+  NvrtcLibrary::Program program_ = nullptr;
+};
+
+void dump(const fs::path& dir, const std::string& name, const std::string& bytes) {
+  fs::create_directories(dir);
+  std::ofstream out(dir / name, std::ios::binary | std::ios::trunc);
+  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+}
+
+}  // namespace
+
+std::string compile_with_nvrtc(const Request& request) {
+  if (request.format == Format::fatbin) {
+    throw InvalidArgument(
+        "NVRTC does not support fatbin generation yet. Use target_format='cubin' or 'ptx' with "
+        "NVRTC, or set compiler='nvcc' for fatbin compilation.");
+  }
+  const NvrtcLibrary& lib = nvrtc();
+  std::string arch = spelled_arch(request);
+  std::string source = prepared_source(request);
+  std::vector<std::string> options = nvrtc_options(request, arch);
+  std::optional<std::string> dump_dir = env("TVM_KERNEL_DUMP");
+  if (dump_dir) dump(*dump_dir, "tvm_kernels.cu", source);
+
+  Program program(lib, source);
+  std::vector<const char*> argv;
+  argv.reserve(options.size());
+  for (const std::string& option : options) argv.push_back(option.c_str());
+  int r = lib.compile_program(program.get(), static_cast<int>(argv.size()), argv.data());
+  std::vector<std::string> command = {"nvrtc"};
+  command.insert(command.end(), options.begin(), options.end());
+  if (r != 0) {
+    throw ToolFailed(request.code, "NVRTC compilation failed:\n" + program.log(),
+                     format_command_line(command), nvrtc_error(r));
+  }
+  bool cubin = request.format == Format::cubin;
+  std::size_t size = 0;
+  r = cubin ? lib.get_cubin_size(program.get(), &size) : lib.get_ptx_size(program.get(), &size);
+  if (r != 0)
+    throw Error(fmt::format("Failed to get {} size: {}", cubin ? "CUBIN" : "PTX", nvrtc_error(r)));
+  std::string bytes(size, '\0');
+  r = cubin ? lib.get_cubin(program.get(), bytes.data()) : lib.get_ptx(program.get(), bytes.data());
+  if (r != 0)
+    throw Error(fmt::format("Failed to get {}: {}", cubin ? "CUBIN" : "PTX", nvrtc_error(r)));
+  if (!cubin && !bytes.empty() && bytes.back() == '\0') bytes.pop_back();  // PTX: text
+  if (dump_dir) {
+    dump(*dump_dir, cubin ? "tvm_kernels.cubin" : "tvm_kernels.ptx", bytes);
+    dump(*dump_dir, "tvm_kernels.nvrtc.log", program.log());
+  }
+  if (request.nvshmem) {
+    throw Error(
+        "NVSHMEM with the NVRTC backend needs nvJitLink linking, which kiln does not do "
+        "yet; use the nvcc backend");
+  }
+  return bytes;
+}
+
+}  // namespace kiln::cuda::internal
