@@ -8,33 +8,12 @@
 #include <gtest/gtest.h>
 
 #include "kiln/temp_directory.h"
+#include "testing/test_support.h"
 
 namespace kiln {
 namespace {
 
 namespace fs = std::filesystem;
-
-// Sets PATH for one scope.
-class ScopedPath {
- public:
-  explicit ScopedPath(const std::string& value) {
-    const char* old = std::getenv("PATH");
-    had_ = old != nullptr;
-    if (had_) old_ = old;
-    ::setenv("PATH", value.c_str(), 1);
-  }
-  ~ScopedPath() {
-    if (had_) {
-      ::setenv("PATH", old_.c_str(), 1);
-    } else {
-      ::unsetenv("PATH");
-    }
-  }
-
- private:
-  bool had_ = false;
-  std::string old_;
-};
 
 void make_file(const fs::path& p, mode_t mode) {
   std::ofstream(p) << "#!/bin/true\n";
@@ -52,7 +31,7 @@ TEST(Which, SearchesPathInOrderAndSkipsNonExecutables) {
   make_file(a / "kiln-tool", 0644);  // not executable: skipped
   make_file(b / "kiln-tool", 0755);
   fs::create_directory(a / "kiln-dir-tool");  // a directory: skipped
-  ScopedPath path(a.path().string() + ":" + b.path().string());
+  testing::ScopedEnv path("PATH", a.path().string() + ":" + b.path().string());
   EXPECT_EQ(which("kiln-tool"), b / "kiln-tool");
   EXPECT_FALSE(which("kiln-dir-tool").has_value());
   EXPECT_FALSE(which("kiln-absent-tool").has_value());

@@ -17,6 +17,8 @@
 #include <thread>
 #include <tuple>
 
+#include "kiln/cuda.h"
+#include "kiln/error.h"
 #include "kiln/file_lock.h"
 #include "kiln/pool.h"
 #include "kiln/temp_directory.h"
@@ -172,6 +174,16 @@ int run_child_mode(int argc, char** argv) {
   }
   if (mode == "pool-parent") return pool_parent(arg(0));
   if (mode == "tree") return tree();
+  if (mode == "nvrtc-version") {  // a fresh process: nothing loaded NVRTC before
+    try {
+      auto [major, minor] = cuda::nvrtc_version();
+      std::printf("NVRTC %d.%d\n", major, minor);
+      return 0;
+    } catch (const Error& e) {
+      std::printf("%s\n", e.what());
+      return 1;
+    }
+  }
   if (mode == "stubborn") return stubborn();
   if (mode == "lock-increment") return lock_increment(arg(0), arg(1), std::atoi(arg(2).c_str()));
   if (mode == "lock-hold") return lock_hold(arg(0), arg(1));

@@ -4,7 +4,9 @@
 
 #include <sys/types.h>
 
+#include <cstdlib>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -40,5 +42,28 @@ bool process_gone(pid_t pid);
 
 // Polls process_gone(pid) for up to `timeout_ms`.
 bool wait_process_gone(pid_t pid, int timeout_ms);
+
+// Sets (or, with std::nullopt, unsets) one environment variable for a scope, then restores it.
+class ScopedEnv {
+ public:
+  ScopedEnv(std::string name, const std::optional<std::string>& value) : name_(std::move(name)) {
+    if (const char* old = std::getenv(name_.c_str())) old_ = old;
+    set(value);
+  }
+  ~ScopedEnv() { set(old_); }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  void set(const std::optional<std::string>& value) {
+    if (value) {
+      ::setenv(name_.c_str(), value->c_str(), 1);
+    } else {
+      ::unsetenv(name_.c_str());
+    }
+  }
+  std::string name_;
+  std::optional<std::string> old_;
+};
 
 }  // namespace kiln::testing

@@ -1,0 +1,286 @@
+// compile_cuda with the real nvcc and NVRTC (no GPU needed): every format each backend makes, for
+// sm_80 and sm_90a, the seed's errors, and the seed's environment variables.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <fstream>
+
+#include "kiln/cuda.h"
+#include "kiln/error.h"
+#include "kiln/process.h"
+#include "kiln/temp_directory.h"
+#include "testing/test_support.h"
+
+namespace kiln::cuda {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::ScopedEnv;
+
+// half, bfloat16, int64_t, INFINITY and inline asm: what the seed's preamble exists for.
+constexpr const char* kKernel = R"(#include <cuda.h>
+#include <cuda_fp16.h>
+#include <cuda_bf16.h>
+extern "C" __global__ void kiln_test(half* h, __nv_bfloat16* b, int64_t* n, float* f) {
+  int i = threadIdx.x;
+  h[i] = h[i] * h[i] + h[i];
+  b[i] = b[i] * b[i];
+  unsigned lane;
+  __asm__ __volatile__("mov.u32 %0, %%laneid;" : "=r"(lane));
+  n[i] += static_cast<int64_t>(lane);
+  f[i] = f[i] > 1.0f ? INFINITY : f[i] / f[i + 1];
+}
+)";
+
+class CudaCompile : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    try {
+      find_cuda_path();
+    } catch (const Error& e) {
+      GTEST_SKIP() << "needs the CUDA toolkit: " << e.what();
+    }
+  }
+};
+
+std::uint16_t u16(const std::string& b, size_t at) {
+  std::uint16_t v = 0;
+  std::memcpy(&v, b.data() + at, 2);
+  return v;
+}
+
+std::uint32_t u32(const std::string& b, size_t at) {
+  std::uint32_t v = 0;
+  std::memcpy(&v, b.data() + at, 4);
+  return v;
+}
+
+// A cubin: a 64-bit ELF for EM_CUDA (190) whose flags name the SM.
+void expect_cubin(const std::string& bytes, int sm) {
+  ASSERT_GT(bytes.size(), 64u);
+  EXPECT_EQ(bytes.substr(0, 4),
+            "\x7f"
+            "ELF");
+  EXPECT_EQ(u16(bytes, 18), 190) << "e_machine";
+  std::uint32_t flags = u32(bytes, 48);
+  bool names_sm = (flags & 0xff) == static_cast<unsigned>(sm) ||
+                  ((flags >> 8) & 0xff) == static_cast<unsigned>(sm);
+  EXPECT_TRUE(names_sm) << "e_flags " << std::hex << flags << " for sm_" << std::dec << sm;
+}
+
+TEST_F(CudaCompile, EveryFormatOfBothBackendsForSm80AndSm90a) {
+  for (Backend backend : {Backend::nvrtc, Backend::nvcc}) {
+    for (const std::string arch : {"sm_80", "sm_90a"}) {
+      SCOPED_TRACE(std::string(backend_name(backend)) + " " + arch);
+      int sm = arch == "sm_80" ? 80 : 90;
+      std::string ptx =
+          compile_cuda(kKernel, {.format = Format::ptx, .arch = arch, .backend = backend});
+      EXPECT_NE(ptx.find(".version "), std::string::npos);
+      EXPECT_NE(ptx.find(".target " + arch), std::string::npos) << ptx.substr(0, 400);
+      EXPECT_NE(ptx.find("kiln_test"), std::string::npos);
+      expect_cubin(
+          compile_cuda(kKernel, {.format = Format::cubin, .arch = arch, .backend = backend}), sm);
+      if (backend == Backend::nvcc) {
+        std::string fatbin =
+            compile_cuda(kKernel, {.format = Format::fatbin, .arch = arch, .backend = backend});
+        ASSERT_GE(fatbin.size(), 4u);
+        EXPECT_EQ(u32(fatbin, 0), 0xBA55ED50u) << "fatbin magic";
+      }
+    }
+  }
+}
+
+TEST_F(CudaCompile, DefaultsAndTheOutputFile) {
+  TempDirectory dir;
+  std::string cubin = compile_cuda(kKernel, {.arch = "sm_80", .output = dir / "k.cubin"});
+  expect_cubin(cubin, 80);  // NVRTC, cubin by default
+  EXPECT_EQ(testing::read_file(dir / "k.cubin"), cubin);
+  std::string ptx = compile_cuda(kKernel, {.arch = "sm_80", .backend = Backend::nvcc});
+  EXPECT_NE(ptx.find(".target sm_80"), std::string::npos) << "nvcc: PTX by default";
+  // NVRTC respells the arch for the format: compute_ for PTX, sm_ for a cubin.
+  expect_cubin(compile_cuda(kKernel, {.format = Format::cubin, .arch = "compute_80"}), 80);
+}
+
+TEST_F(CudaCompile, ASyntaxErrorCarriesTheSourceAndTheLog) {
+  const std::string broken = "extern \"C\" __global__ void broken() { int x = ; }\n";
+  for (Backend backend : {Backend::nvrtc, Backend::nvcc}) {
+    try {
+      compile_cuda(broken, {.arch = "sm_80", .backend = backend});
+      ADD_FAILURE() << "expected ToolFailed from " << backend_name(backend);
+    } catch (const ToolFailed& e) {
+      std::string what = e.what();
+      EXPECT_NE(what.find(broken), std::string::npos) << what;
+      EXPECT_NE(
+          what.find(backend == Backend::nvrtc ? "NVRTC compilation failed" : "Compilation error:"),
+          std::string::npos)
+          << what;
+      EXPECT_NE(what.find("expected an expression"), std::string::npos) << what;
+    }
+  }
+}
+
+TEST_F(CudaCompile, EachBadRequestIsItsOwnClearError) {
+  auto message = [](const std::function<void()>& fn) -> std::string {
+    try {
+      fn();
+    } catch (const InvalidArgument& e) {
+      return e.what();
+    }
+    return "no InvalidArgument";
+  };
+  EXPECT_NE(message([] {
+              compile_cuda(kKernel, {.format = Format::fatbin, .arch = "sm_80"});
+            }).find("NVRTC does not support fatbin"),
+            std::string::npos);
+  EXPECT_NE(message([] {
+              backend_from_name("clang");
+            }).find("cuda compiler must be 'nvcc' or 'nvrtc', got: clang"),
+            std::string::npos);
+  EXPECT_NE(message([] { format_from_name("elf"); }).find("'elf'"), std::string::npos);
+  EXPECT_NE(message([] { compile_cuda(kKernel, {.arch = "sm_x9"}); }).find("sm_x9"),
+            std::string::npos);
+  EXPECT_NE(message([] {
+              compile_cuda(kKernel, {.arch = "sm_x9", .backend = Backend::nvcc});
+            }).find("sm_x9"),
+            std::string::npos);
+}
+
+TEST_F(CudaCompile, NvccOnlyOptionsAreDroppedForNvrtcAndTheRestReachIt) {
+  const std::string needs_define =
+      "#if !KILN_DEFINED\n#error not defined\n#endif\n"
+      "extern \"C\" __global__ void k() {}\n";
+  expect_cubin(compile_cuda(needs_define, {.arch = "sm_80",
+                                           .options = {"-O3", "-std=c++17", "-Xcompiler", "-fPIC",
+                                                       "-shared", "-DKILN_DEFINED=1"}}),
+               80);
+  EXPECT_THROW(compile_cuda(needs_define, {.arch = "sm_80"}), ToolFailed);
+}
+
+TEST_F(CudaCompile, TensorMapIsDeclaredForNvrtc) {
+  const std::string code =
+      "#include <cuda.h>\n"
+      "extern \"C\" __global__ void k(const __grid_constant__ CUtensorMap map, int* out) {\n"
+      "  out[0] = sizeof(map) == 128;\n}\n";
+  expect_cubin(compile_cuda(code, {.arch = "sm_90a"}), 90);
+}
+
+TEST_F(CudaCompile, CompileModePicksBackendAndFormat) {
+  {
+    ScopedEnv mode("TVM_CUDA_COMPILE_MODE", "NVRTC");
+    expect_cubin(tvm_callback_cuda_compile(kKernel, "sm_80"), 80);
+  }
+  {
+    ScopedEnv mode("TVM_CUDA_COMPILE_MODE", "nvcc");
+    EXPECT_EQ(u32(tvm_callback_cuda_compile(kKernel, "sm_80"), 0), 0xBA55ED50u);
+  }
+  ScopedEnv mode("TVM_CUDA_COMPILE_MODE", "hipcc");
+  try {
+    tvm_callback_cuda_compile(kKernel, "sm_80");
+    FAIL();
+  } catch (const InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find("Invalid TVM_CUDA_COMPILE_MODE: hipcc"),
+              std::string::npos);
+  }
+}
+
+TEST_F(CudaCompile, KernelDumpWritesSourceAndIntermediates) {
+  TempDirectory dump;
+  ScopedEnv env("TVM_KERNEL_DUMP", dump.path().string());
+  std::string nvcc = compile_cuda(kKernel, {.arch = "sm_80", .backend = Backend::nvcc});
+  EXPECT_EQ(u32(nvcc, 0), 0xBA55ED50u) << "dumping makes nvcc produce a fatbin";
+  EXPECT_EQ(testing::read_file(dump / "tvm_kernels.cu"), kKernel);
+  bool has_ptx = false;
+  for (const auto& entry : fs::directory_iterator(dump.path())) {
+    has_ptx = has_ptx || entry.path().extension() == ".ptx";
+  }
+  EXPECT_TRUE(has_ptx) << "nvcc --keep left its intermediates";
+  TempDirectory nvrtc_dump;
+  ScopedEnv env2("TVM_KERNEL_DUMP", nvrtc_dump.path().string());
+  std::string cubin = compile_cuda(kKernel, {.arch = "sm_80"});
+  EXPECT_NE(testing::read_file(nvrtc_dump / "tvm_kernels.cu").find("kiln_test"), std::string::npos);
+  EXPECT_EQ(testing::read_file(nvrtc_dump / "tvm_kernels.cubin"), cubin);
+  EXPECT_NE(testing::read_file(nvrtc_dump / "tvm_kernels.nvrtc.log").find("ptxas"),
+            std::string::npos)
+      << "ptxas -v reports through the NVRTC log";
+}
+
+TEST_F(CudaCompile, KernelDebugAddsDebugInfo) {
+  std::string plain =
+      compile_cuda(kKernel, {.format = Format::ptx, .arch = "sm_80", .backend = Backend::nvcc});
+  ScopedEnv debug("TVM_KERNEL_DEBUG", "1");
+  std::string debug_ptx =
+      compile_cuda(kKernel, {.format = Format::ptx, .arch = "sm_80", .backend = Backend::nvcc});
+  EXPECT_EQ(plain.find(".target sm_80, debug"), std::string::npos);
+  EXPECT_NE(debug_ptx.find(".target sm_80, debug"), std::string::npos) << debug_ptx.substr(0, 400);
+}
+
+TEST_F(CudaCompile, PtxasAndNvrtcOptionsFromTheEnvironmentReachTheCompiler) {
+  for (Backend backend : {Backend::nvrtc, Backend::nvcc}) {
+    SCOPED_TRACE(backend_name(backend));
+    ScopedEnv extra("TVM_CUDA_PTXAS_EXTRA_OPTS", "--kiln-no-such-ptxas-flag");
+    try {
+      compile_cuda(kKernel, {.format = Format::cubin, .arch = "sm_80", .backend = backend});
+      ADD_FAILURE() << "ptxas accepted an unknown flag?";
+    } catch (const ToolFailed& e) {
+      EXPECT_NE(std::string(e.what()).find("kiln-no-such-ptxas-flag"), std::string::npos)
+          << e.what();
+    }
+  }
+  {
+    ScopedEnv level("TVM_CUDA_PTXAS_REG_LEVEL", "7");
+    try {
+      compile_cuda("#error stop\n", {.arch = "sm_80"});
+    } catch (const ToolFailed& e) {
+      EXPECT_NE(e.command_line().find("--ptxas-options=--register-usage-level=7"),
+                std::string::npos)
+          << e.command_line();
+    }
+  }
+  ScopedEnv nvrtc_extra("TVM_CUDA_NVRTC_EXTRA_OPTS", "-DKILN_DEFINED=1 -DKILN_OTHER=\"a b\"");
+  expect_cubin(compile_cuda("#if !KILN_DEFINED\n#error no\n#endif\n"
+                            "extern \"C\" __global__ void k() {}\n",
+                            {.arch = "sm_80"}),
+               80);
+}
+
+TEST_F(CudaCompile, NoFastMathSwitchesToIeeeDivision) {
+  const std::string div = "extern \"C\" __global__ void k(float* a) { a[0] = a[1] / a[2]; }\n";
+  std::string fast =
+      compile_cuda(div, {.format = Format::ptx, .arch = "sm_80", .backend = Backend::nvcc});
+  ScopedEnv slow("TVM_CUDA_NVCC_NO_FAST_MATH", "1");
+  std::string ieee =
+      compile_cuda(div, {.format = Format::ptx, .arch = "sm_80", .backend = Backend::nvcc});
+  EXPECT_EQ(fast.find("div.rn.f32"), std::string::npos) << fast;
+  EXPECT_NE(ieee.find("div.rn.f32"), std::string::npos) << ieee;
+}
+
+TEST_F(CudaCompile, NvrtcVersionAndArchitectures) {
+  auto [major, minor] = nvrtc_version();
+  EXPECT_GE(major, 11);
+  std::vector<int> archs = nvrtc_supported_archs();
+  EXPECT_NE(std::find(archs.begin(), archs.end(), 80), archs.end());
+  EXPECT_NE(std::find(archs.begin(), archs.end(), 90), archs.end());
+  (void)minor;
+}
+
+// Where NVRTC cannot be loaded, asking for it is an error naming what was tried; the nvcc
+// backend and the rest of kiln need no NVRTC (kiln links no CUDA library).
+TEST(CudaWithoutNvrtc, AskingForItNamesWhatWasTried) {
+  RunResult child = run({.argv = testing::child_argv("nvrtc-version"),
+                         .env = {{"KILN_NVRTC", "/nonexistent/libnvrtc.so.99"}}});
+  EXPECT_EQ(child.exit_code, 1) << child.output;
+  EXPECT_NE(child.output.find("NVRTC (libnvrtc.so, from the CUDA toolkit) is not available"),
+            std::string::npos)
+      << child.output;
+  EXPECT_NE(child.output.find("/nonexistent/libnvrtc.so.99: no such file"), std::string::npos)
+      << child.output;
+  RunResult needed = run({.argv = {"readelf", "-d", testing::self_exe()}});
+  if (needed.ok()) {
+    for (const char* lib : {"libnvrtc", "libcuda.so", "libcudart", "libnvJitLink"}) {
+      EXPECT_EQ(needed.output.find(lib), std::string::npos) << lib << " is linked";
+    }
+  }
+}
+
+}  // namespace
+}  // namespace kiln::cuda
