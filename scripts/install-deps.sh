@@ -1,7 +1,29 @@
 #!/usr/bin/env bash
-# Installs every Debian package kiln's build, tests and benchmarks need.
+# Installs every Debian package kiln's build, tests and benchmarks need, and NVIDIA's NVSHMEM
+# (headers and device library, from the nvidia-nvshmem-cu13 Python wheel) into .deps/nvshmem in
+# this checkout, for the CUDA tests.
 # Idempotent: when everything is present it only checks, and never runs `apt-get update`.
 set -euo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+nvshmem_version=3.8.0
+nvshmem_dir="$root/.deps/nvshmem"
+
+install_nvshmem() {
+  if [ -f "$nvshmem_dir/nvidia/nvshmem/include/nvshmem.h" ]; then
+    echo "install-deps: NVSHMEM present in $nvshmem_dir"
+    return
+  fi
+  if ! command -v nvcc >/dev/null 2>&1 && [ ! -x /usr/local/cuda/bin/nvcc ]; then
+    echo "install-deps: no CUDA toolkit here, so no NVSHMEM (the CUDA tests will skip)"
+    return
+  fi
+  echo "install-deps: installing nvidia-nvshmem-cu13==$nvshmem_version into $nvshmem_dir"
+  rm -rf "$nvshmem_dir.partial"
+  python3 -m pip install --quiet --disable-pip-version-check --root-user-action=ignore --no-deps \
+    --target "$nvshmem_dir.partial" "nvidia-nvshmem-cu13==$nvshmem_version"
+  mv "$nvshmem_dir.partial" "$nvshmem_dir"
+}
 
 packages=(
   build-essential cmake ninja-build pkg-config git
@@ -20,11 +42,12 @@ done
 
 if [ ${#missing[@]} -eq 0 ]; then
   echo "install-deps: all ${#packages[@]} packages present"
-  exit 0
+else
+  echo "install-deps: installing ${missing[*]}"
+  sudo=()
+  if [ "$(id -u)" -ne 0 ]; then sudo=(sudo); fi
+  "${sudo[@]}" apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
-echo "install-deps: installing ${missing[*]}"
-sudo=()
-if [ "$(id -u)" -ne 0 ]; then sudo=(sudo); fi
-"${sudo[@]}" apt-get update -qq
-DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
+install_nvshmem

@@ -181,6 +181,57 @@ class Program {
   NvrtcLibrary::Program program_ = nullptr;
 };
 
+// Links a relocatable cubin against NVSHMEM's device library with nvJitLink: no GPU or driver.
+std::string link_nvshmem(const Request& request, const std::string& cubin,
+                         const std::string& arch) {
+  const NvJitLinkLibrary& lib = nvjitlink();
+  fs::path device = find_nvshmem_paths().lib_dir / "libnvshmem_device.a";
+  std::error_code ec;
+  if (!fs::exists(device, ec)) {
+    throw FileNotFound("NVSHMEM device library not found: " + device.string());
+  }
+  std::string arch_option = "-arch=" + arch;
+  const char* options[] = {arch_option.c_str()};
+  NvJitLinkLibrary::Handle handle = nullptr;
+  if (int r = lib.create(&handle, 1, options); r != 0) {
+    throw Error(fmt::format("nvJitLinkCreate failed with result {}", r));
+  }
+  struct Destroy {
+    const NvJitLinkLibrary& lib;
+    NvJitLinkLibrary::Handle& handle;
+    ~Destroy() { lib.destroy(&handle); }
+  } destroy{lib, handle};
+  auto fail = [&](const char* step, int r) {
+    std::size_t size = 0;
+    std::string log;
+    if (lib.get_error_log_size(handle, &size) == 0 && size > 0) {
+      log.assign(size, '\0');
+      if (lib.get_error_log(handle, log.data()) != 0) log.clear();
+      if (!log.empty() && log.back() == '\0') log.pop_back();
+    }
+    return ToolFailed(
+        request.code,
+        fmt::format("Compilation error:\nnvJitLink {} failed ({}):\n{}", step, r, log),
+        format_command_line({"nvJitLink", arch_option, "tvm_kernels.cubin", device.string()}));
+  };
+  if (int r = lib.add_data(handle, NvJitLinkLibrary::kInputCubin, cubin.data(), cubin.size(),
+                           "tvm_kernels.cubin");
+      r != 0) {
+    throw fail("adding the kernel", r);
+  }
+  if (int r = lib.add_file(handle, NvJitLinkLibrary::kInputLibrary, device.c_str()); r != 0) {
+    throw fail("adding libnvshmem_device.a", r);
+  }
+  if (int r = lib.complete(handle); r != 0) throw fail("linking", r);
+  std::size_t size = 0;
+  if (int r = lib.get_linked_cubin_size(handle, &size); r != 0) throw fail("sizing the cubin", r);
+  std::string linked(size, '\0');
+  if (int r = lib.get_linked_cubin(handle, linked.data()); r != 0) {
+    throw fail("copying the cubin", r);
+  }
+  return linked;
+}
+
 void dump(const fs::path& dir, const std::string& name, const std::string& bytes) {
   fs::create_directories(dir);
   std::ofstream out(dir / name, std::ios::binary | std::ios::trunc);
@@ -227,11 +278,7 @@ std::string compile_with_nvrtc(const Request& request) {
     dump(*dump_dir, cubin ? "tvm_kernels.cubin" : "tvm_kernels.ptx", bytes);
     dump(*dump_dir, "tvm_kernels.nvrtc.log", program.log());
   }
-  if (request.nvshmem) {
-    throw Error(
-        "NVSHMEM with the NVRTC backend needs nvJitLink linking, which kiln does not do "
-        "yet; use the nvcc backend");
-  }
+  if (request.nvshmem) return link_nvshmem(request, bytes, arch);
   return bytes;
 }
 

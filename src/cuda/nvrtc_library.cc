@@ -18,9 +18,10 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// The places to try, in order: a path, or a bare name for the dynamic linker's search.
-std::vector<std::string> candidates() {
-  const char* chosen = std::getenv("KILN_NVRTC");  // NOLINT(concurrency-mt-unsafe)
+// The places to try for lib<stem>.so, in order: a path, or a bare name for the dynamic linker's
+// search. `variable` names the library exactly when set.
+std::vector<std::string> candidates(const char* variable, const std::string& stem) {
+  const char* chosen = std::getenv(variable);  // NOLINT(concurrency-mt-unsafe)
   if (chosen != nullptr && *chosen != '\0') return {chosen};
   std::vector<std::string> names;
   try {
@@ -29,12 +30,12 @@ std::vector<std::string> candidates() {
     std::string machine = ::uname(&uts) == 0 ? uts.machine : "x86_64";
     for (const fs::path& dir :
          {cuda / "lib64", cuda / "lib", cuda / "targets" / (machine + "-linux") / "lib"}) {
-      names.push_back((dir / "libnvrtc.so").string());
+      names.push_back((dir / ("lib" + stem + ".so")).string());
     }
   } catch (const Error&) {  // NOLINT(bugprone-empty-catch): no toolkit; the linker may know one
   }
-  for (const char* name : {"libnvrtc.so", "libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so.11.2"}) {
-    names.emplace_back(name);
+  for (const char* suffix : {"", ".13", ".12", ".11.2"}) {
+    names.push_back("lib" + stem + ".so" + suffix);
   }
   return names;
 }
@@ -45,20 +46,30 @@ void bind(void* handle, const char* symbol, Fn*& slot, std::string& missing) {
   if (slot == nullptr) missing += std::string(missing.empty() ? "" : ", ") + symbol;
 }
 
-std::optional<NvrtcLibrary> try_load(const std::string& name, std::string& why) {
-  bool is_path = name.find('/') != std::string::npos;
+// dlopen, or nullptr with `why` set. Never unloaded: these libraries keep state that outlives
+// any one call.
+void* open(const std::string& name, std::string& why) {
   std::error_code ec;
-  if (is_path && !fs::exists(name, ec)) {
+  if (name.find('/') != std::string::npos && !fs::exists(name, ec)) {
     why = "no such file";
-    return std::nullopt;
+    return nullptr;
   }
-  // Never unloaded: NVRTC keeps state that outlives any one program.
   void* handle = ::dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (handle == nullptr) {
     const char* error = ::dlerror();
     why = error != nullptr ? error : "dlopen failed";
-    return std::nullopt;
   }
+  return handle;
+}
+
+std::string loaded_path(void* symbol, const std::string& name) {
+  Dl_info info{};
+  return ::dladdr(symbol, &info) != 0 && info.dli_fname != nullptr ? info.dli_fname : name;
+}
+
+std::optional<NvrtcLibrary> try_nvrtc(const std::string& name, std::string& why) {
+  void* handle = open(name, why);
+  if (handle == nullptr) return std::nullopt;
   NvrtcLibrary lib;
   std::string missing;
   bind(handle, "nvrtcCreateProgram", lib.create_program, missing);
@@ -78,11 +89,51 @@ std::optional<NvrtcLibrary> try_load(const std::string& name, std::string& why) 
     why = "lacks " + missing + " (an NVRTC older than CUDA 11.2?)";
     return std::nullopt;
   }
-  Dl_info info{};
-  lib.path = ::dladdr(reinterpret_cast<void*>(lib.version), &info) != 0 && info.dli_fname != nullptr
-                 ? info.dli_fname
-                 : name;
+  lib.path = loaded_path(reinterpret_cast<void*>(lib.version), name);
   return lib;
+}
+
+std::optional<NvJitLinkLibrary> try_nvjitlink(const std::string& name, std::string& why) {
+  void* handle = open(name, why);
+  if (handle == nullptr) return std::nullopt;
+  NvJitLinkLibrary lib;
+  std::string missing;
+  bind(handle, "nvJitLinkCreate", lib.create, missing);
+  bind(handle, "nvJitLinkDestroy", lib.destroy, missing);
+  bind(handle, "nvJitLinkAddData", lib.add_data, missing);
+  bind(handle, "nvJitLinkAddFile", lib.add_file, missing);
+  bind(handle, "nvJitLinkComplete", lib.complete, missing);
+  bind(handle, "nvJitLinkGetLinkedCubinSize", lib.get_linked_cubin_size, missing);
+  bind(handle, "nvJitLinkGetLinkedCubin", lib.get_linked_cubin, missing);
+  bind(handle, "nvJitLinkGetErrorLogSize", lib.get_error_log_size, missing);
+  bind(handle, "nvJitLinkGetErrorLog", lib.get_error_log, missing);
+  if (!missing.empty()) {
+    why = "lacks " + missing;
+    return std::nullopt;
+  }
+  lib.path = loaded_path(reinterpret_cast<void*>(lib.create), name);
+  return lib;
+}
+
+// Loads the first candidate that works, once; throws ToolNotFound listing every failure.
+template <typename Library, typename Try>
+const Library& load_once(std::optional<Library>& loaded, std::mutex& mutex, const char* variable,
+                         const std::string& stem, const std::string& what, Try try_one) {
+  std::lock_guard lock(mutex);
+  if (loaded) return *loaded;
+  std::string tried;
+  for (const std::string& name : candidates(variable, stem)) {
+    std::string why;
+    if (std::optional<Library> lib = try_one(name, why)) {
+      loaded = std::move(lib);
+      return *loaded;
+    }
+    tried += fmt::format("\n  {}: {}", name, why);
+  }
+  throw ToolNotFound(stem, fmt::format("{} (lib{}.so, from the CUDA toolkit) is not available; "
+                                       "tried:{}\nInstall the CUDA toolkit, set CUDA_PATH to it, "
+                                       "or set {} to the library.",
+                                       what, stem, tried, variable));
 }
 
 }  // namespace
@@ -90,21 +141,13 @@ std::optional<NvrtcLibrary> try_load(const std::string& name, std::string& why) 
 const NvrtcLibrary& nvrtc() {
   static std::mutex mutex;
   static std::optional<NvrtcLibrary> loaded;
-  std::lock_guard lock(mutex);
-  if (loaded) return *loaded;
-  std::string tried;
-  for (const std::string& name : candidates()) {
-    std::string why;
-    if (std::optional<NvrtcLibrary> lib = try_load(name, why)) {
-      loaded = std::move(lib);
-      return *loaded;
-    }
-    tried += fmt::format("\n  {}: {}", name, why);
-  }
-  throw ToolNotFound("nvrtc",
-                     "NVRTC (libnvrtc.so, from the CUDA toolkit) is not available; tried:" + tried +
-                         "\nInstall the CUDA toolkit, set CUDA_PATH to it, or set KILN_NVRTC to "
-                         "the library; the nvcc backend does not need NVRTC.");
+  return load_once(loaded, mutex, "KILN_NVRTC", "nvrtc", "NVRTC", try_nvrtc);
+}
+
+const NvJitLinkLibrary& nvjitlink() {
+  static std::mutex mutex;
+  static std::optional<NvJitLinkLibrary> loaded;
+  return load_once(loaded, mutex, "KILN_NVJITLINK", "nvJitLink", "nvJitLink", try_nvjitlink);
 }
 
 std::string nvrtc_error(int result) {

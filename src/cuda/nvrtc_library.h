@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 
 namespace kiln::cuda::internal {
@@ -26,10 +27,30 @@ struct NvrtcLibrary {
   std::string path;  // the file that was loaded
 };
 
+// nvJitLink, for linking NVSHMEM's device library into an NVRTC cubin without a GPU or driver.
+struct NvJitLinkLibrary {
+  using Handle = struct NvJitLinkHandle*;
+  int (*create)(Handle*, std::uint32_t, const char**) = nullptr;
+  int (*destroy)(Handle*) = nullptr;
+  int (*add_data)(Handle, int, const void*, std::size_t, const char*) = nullptr;
+  int (*add_file)(Handle, int, const char*) = nullptr;
+  int (*complete)(Handle) = nullptr;
+  int (*get_linked_cubin_size)(Handle, std::size_t*) = nullptr;
+  int (*get_linked_cubin)(Handle, void*) = nullptr;
+  int (*get_error_log_size)(Handle, std::size_t*) = nullptr;
+  int (*get_error_log)(Handle, char*) = nullptr;
+  std::string path;
+  static constexpr int kInputCubin = 1;    // NVJITLINK_INPUT_CUBIN
+  static constexpr int kInputLibrary = 6;  // NVJITLINK_INPUT_LIBRARY
+};
+
 // The library, loaded once. $KILN_NVRTC names it exactly; otherwise libnvrtc.so from the CUDA
 // toolkit (lib64, lib, targets/<machine>-linux/lib), then the dynamic linker's own search.
 // Throws ToolNotFound naming every place tried (and why each failed).
 const NvrtcLibrary& nvrtc();
+
+// libnvJitLink.so, looked for like NVRTC ($KILN_NVJITLINK names it exactly).
+const NvJitLinkLibrary& nvjitlink();
 
 // NVRTC's text for a result code.
 std::string nvrtc_error(int result);
