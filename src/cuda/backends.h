@@ -19,6 +19,19 @@ struct Request {
 };
 
 std::string compile_with_nvrtc(const Request& request);
+
+// The NVRTC side, in parts (the benchmark drives the seed's layout through them too).
+// The arch as NVRTC gets it: sm_ for a cubin, compute_ for PTX, from the device when empty.
+std::string spelled_arch(const Request& request);
+// Every option kiln passes to NVRTC for `request`, in the seed's order.
+std::vector<std::string> nvrtc_options(const Request& request, const std::string& arch);
+struct NvrtcOutput {
+  std::string bytes;  // the cubin, or the PTX text
+  std::string log;    // NVRTC's log (ptxas -v output included)
+};
+// Compiles `source` with `options`; a failure is ToolFailed carrying `code` and the log.
+NvrtcOutput run_nvrtc(const std::string& code, const std::string& source,
+                      const std::vector<std::string>& options, bool cubin);
 std::string compile_with_nvcc(const Request& request);
 
 // A non-empty environment variable.

@@ -4,7 +4,10 @@
 
 #include <cstring>
 #include <fstream>
+#include <sstream>
 
+#include "cuda/backends.h"
+#include "cuda/nvrtc_source.h"
 #include "kiln/cuda.h"
 #include "kiln/error.h"
 #include "kiln/process.h"
@@ -252,6 +255,39 @@ TEST_F(CudaCompile, NoFastMathSwitchesToIeeeDivision) {
       compile_cuda(div, {.format = Format::ptx, .arch = "sm_80", .backend = Backend::nvcc});
   EXPECT_EQ(fast.find("div.rn.f32"), std::string::npos) << fast;
   EXPECT_NE(ieee.find("div.rn.f32"), std::string::npos) << ieee;
+}
+
+// kiln's faster layout (leading #includes first, automatic PCH) gives exactly what the seed's
+// preamble and options give.
+TEST_F(CudaCompile, KilnsNvrtcLayoutGivesTheSeedsResult) {
+  using namespace internal;
+  auto without_comments = [](const std::string& ptx) {
+    std::string kept;
+    std::istringstream lines(ptx);
+    for (std::string line; std::getline(lines, line);) {
+      if (!line.starts_with("//")) kept += line + "\n";
+    }
+    return kept;
+  };
+  for (Format format : {Format::ptx, Format::cubin}) {
+    Request request{kKernel, format, "sm_90a", {}, false};
+    std::string arch = spelled_arch(request);
+    std::vector<std::string> options = nvrtc_options(request, arch);
+    std::vector<std::string> seed_options;
+    for (const std::string& option : options) {
+      if (option != "-pch") seed_options.push_back(option);
+    }
+    bool cubin = format == Format::cubin;
+    std::string seed =
+        run_nvrtc(kKernel, seed_nvrtc_source(kKernel, false), seed_options, cubin).bytes;
+    std::string kiln = compile_cuda(kKernel, {.format = format, .arch = "sm_90a"});
+    if (cubin) {
+      EXPECT_EQ(kiln.size(), seed.size());
+      EXPECT_TRUE(kiln == seed) << "the cubins differ";
+    } else {
+      EXPECT_EQ(without_comments(kiln), without_comments(seed));
+    }
+  }
 }
 
 TEST_F(CudaCompile, NvrtcVersionAndArchitectures) {

@@ -7,6 +7,7 @@
 
 #include "cuda/backends.h"
 #include "cuda/nvrtc_library.h"
+#include "cuda/nvrtc_source.h"
 #include "internal/shell_words.h"
 #include "kiln/cuda.h"
 #include "kiln/error.h"
@@ -16,48 +17,6 @@ namespace kiln::cuda::internal {
 namespace {
 
 namespace fs = std::filesystem;
-
-constexpr std::string_view kTensorMap =
-    "struct __align__(128) CUtensorMap {\n"
-    "  unsigned long long opaque[16];\n"
-    "};\n\n";
-
-// What the seed prepends to every kernel: the fixed-width integers, asm spellings and INFINITY
-// that NVRTC does not provide by itself.
-constexpr std::string_view kPreamble =
-    "#include <cuda/std/cstdint>\n"
-    "using cuda::std::uint8_t;\n"
-    "using cuda::std::uint16_t;\n"
-    "using cuda::std::uint32_t;\n"
-    "using cuda::std::uint64_t;\n"
-    "using cuda::std::int8_t;\n"
-    "using cuda::std::int16_t;\n"
-    "using cuda::std::int32_t;\n"
-    "using cuda::std::int64_t;\n"
-    "\n"
-    "#ifndef __asm__\n"
-    "#define __asm__ asm\n"
-    "#endif\n"
-    "#ifndef __volatile__\n"
-    "#define __volatile__ volatile\n"
-    "#endif\n"
-    "#ifndef INFINITY\n"
-    "#define INFINITY __int_as_float(0x7f800000)\n"
-    "#endif\n"
-    "\n";
-
-// NVSHMEM's headers use std:: type traits, which NVRTC has under cuda::std.
-constexpr std::string_view kNvshmemPreamble =
-    "#include <cuda/std/type_traits>\n"
-    "namespace std {\n"
-    "  using cuda::std::is_integral;\n"
-    "  using cuda::std::is_signed;\n"
-    "  using cuda::std::is_unsigned;\n"
-    "  using cuda::std::is_floating_point;\n"
-    "  using cuda::std::is_same;\n"
-    "  using cuda::std::enable_if;\n"
-    "  using cuda::std::conditional;\n"
-    "}\n\n";
 
 // Options nvcc takes and NVRTC refuses, dropped from the user's options.
 constexpr std::string_view kNvccOnly[] = {
@@ -72,30 +31,9 @@ bool nvcc_only(std::string_view option) {
   return false;
 }
 
-std::string trim(std::string_view line) {
-  size_t begin = line.find_first_not_of(" \t\r");
-  size_t end = line.find_last_not_of(" \t\r");
-  return begin == std::string_view::npos ? "" : std::string(line.substr(begin, end - begin + 1));
-}
-
-// The source NVRTC compiles: host-only includes dropped, the preambles in front.
-std::string prepared_source(const Request& request) {
-  std::string body;
-  std::istringstream lines(request.code);
-  bool first = true;
-  for (std::string line; std::getline(lines, line);) {
-    if (trim(line) == "#include <cuda.h>") continue;
-    body += (first ? "" : "\n") + line;
-    first = false;
-  }
-  std::string source;
-  if (request.nvshmem) source += kNvshmemPreamble;
-  source += kPreamble;
-  if (body.find("CUtensorMap") != std::string::npos) source += kTensorMap;
-  return source + body;
-}
-
 // "sm_90a" for a cubin, "compute_90a" for PTX: the spelling follows the format.
+}  // namespace
+
 std::string spelled_arch(const Request& request) {
   std::string arch = request.arch.empty() ? "sm_" + arch_digits("") : request.arch;
   (void)compute_version_of_arch(arch);  // refuses what is not an arch
@@ -142,6 +80,8 @@ std::vector<std::string> nvrtc_options(const Request& request, const std::string
   const auto& undefines = half_and_bfloat16_undefines();
   options.insert(options.end(), undefines.begin(), undefines.end());
   options.emplace_back("--use_fast_math");
+  // Automatic precompiled headers (NVRTC 12.8 and later): same result, headers parsed once.
+  if (nvrtc_version() >= std::pair{12, 8}) options.emplace_back("-pch");
   for (const std::string& flag : ptxas_flags()) options.push_back("--ptxas-options=" + flag);
   if (auto extra = env("TVM_CUDA_NVRTC_EXTRA_OPTS")) {
     for (std::string& word :
@@ -154,6 +94,8 @@ std::vector<std::string> nvrtc_options(const Request& request, const std::string
   }
   return options;
 }
+
+namespace {
 
 // Owns one NVRTC program.
 class Program {
@@ -240,46 +182,51 @@ void dump(const fs::path& dir, const std::string& name, const std::string& bytes
 
 }  // namespace
 
+NvrtcOutput run_nvrtc(const std::string& code, const std::string& source,
+                      const std::vector<std::string>& options, bool cubin) {
+  const NvrtcLibrary& lib = nvrtc();
+  Program program(lib, source);
+  std::vector<const char*> argv;
+  argv.reserve(options.size());
+  for (const std::string& option : options) argv.push_back(option.c_str());
+  int r = lib.compile_program(program.get(), static_cast<int>(argv.size()), argv.data());
+  if (r != 0) {
+    std::vector<std::string> command = {"nvrtc"};
+    command.insert(command.end(), options.begin(), options.end());
+    throw ToolFailed(code, "NVRTC compilation failed:\n" + program.log(),
+                     format_command_line(command), nvrtc_error(r));
+  }
+  const char* what = cubin ? "CUBIN" : "PTX";
+  std::size_t size = 0;
+  r = cubin ? lib.get_cubin_size(program.get(), &size) : lib.get_ptx_size(program.get(), &size);
+  if (r != 0) throw Error(fmt::format("Failed to get {} size: {}", what, nvrtc_error(r)));
+  NvrtcOutput output{std::string(size, '\0'), program.log()};
+  r = cubin ? lib.get_cubin(program.get(), output.bytes.data())
+            : lib.get_ptx(program.get(), output.bytes.data());
+  if (r != 0) throw Error(fmt::format("Failed to get {}: {}", what, nvrtc_error(r)));
+  if (!cubin && !output.bytes.empty() && output.bytes.back() == '\0') output.bytes.pop_back();
+  return output;
+}
+
 std::string compile_with_nvrtc(const Request& request) {
   if (request.format == Format::fatbin) {
     throw InvalidArgument(
         "NVRTC does not support fatbin generation yet. Use target_format='cubin' or 'ptx' with "
         "NVRTC, or set compiler='nvcc' for fatbin compilation.");
   }
-  const NvrtcLibrary& lib = nvrtc();
   std::string arch = spelled_arch(request);
-  std::string source = prepared_source(request);
+  std::string source = nvrtc_source(request.code, request.nvshmem);
   std::vector<std::string> options = nvrtc_options(request, arch);
   std::optional<std::string> dump_dir = env("TVM_KERNEL_DUMP");
   if (dump_dir) dump(*dump_dir, "tvm_kernels.cu", source);
-
-  Program program(lib, source);
-  std::vector<const char*> argv;
-  argv.reserve(options.size());
-  for (const std::string& option : options) argv.push_back(option.c_str());
-  int r = lib.compile_program(program.get(), static_cast<int>(argv.size()), argv.data());
-  std::vector<std::string> command = {"nvrtc"};
-  command.insert(command.end(), options.begin(), options.end());
-  if (r != 0) {
-    throw ToolFailed(request.code, "NVRTC compilation failed:\n" + program.log(),
-                     format_command_line(command), nvrtc_error(r));
-  }
   bool cubin = request.format == Format::cubin;
-  std::size_t size = 0;
-  r = cubin ? lib.get_cubin_size(program.get(), &size) : lib.get_ptx_size(program.get(), &size);
-  if (r != 0)
-    throw Error(fmt::format("Failed to get {} size: {}", cubin ? "CUBIN" : "PTX", nvrtc_error(r)));
-  std::string bytes(size, '\0');
-  r = cubin ? lib.get_cubin(program.get(), bytes.data()) : lib.get_ptx(program.get(), bytes.data());
-  if (r != 0)
-    throw Error(fmt::format("Failed to get {}: {}", cubin ? "CUBIN" : "PTX", nvrtc_error(r)));
-  if (!cubin && !bytes.empty() && bytes.back() == '\0') bytes.pop_back();  // PTX: text
+  NvrtcOutput output = run_nvrtc(request.code, source, options, cubin);
   if (dump_dir) {
-    dump(*dump_dir, cubin ? "tvm_kernels.cubin" : "tvm_kernels.ptx", bytes);
-    dump(*dump_dir, "tvm_kernels.nvrtc.log", program.log());
+    dump(*dump_dir, cubin ? "tvm_kernels.cubin" : "tvm_kernels.ptx", output.bytes);
+    dump(*dump_dir, "tvm_kernels.nvrtc.log", output.log);
   }
-  if (request.nvshmem) return link_nvshmem(request, bytes, arch);
-  return bytes;
+  if (request.nvshmem) return link_nvshmem(request, output.bytes, arch);
+  return std::move(output.bytes);
 }
 
 }  // namespace kiln::cuda::internal
