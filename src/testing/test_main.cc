@@ -1,6 +1,7 @@
 // main() of kiln_unit_tests: a child mode when asked to be one, else GoogleTest.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <cstring>
 
 #include "kiln/pool.h"
@@ -11,6 +12,8 @@ int main(int argc, char** argv) {
   if (argc >= 3 && std::strcmp(argv[1], kiln::testing::kChildFlag) == 0) {
     return kiln::testing::run_child_mode(argc, argv);
   }
+  // Unit tests never touch the user's own kernel cache: the cache tests name their directories.
+  if (std::getenv("KILN_CACHE_DIR") == nullptr) ::setenv("KILN_NO_CACHE", "1", 1);
   ::testing::InitGoogleTest(&argc, argv);
   return RUN_ALL_TESTS();
 }

@@ -17,6 +17,7 @@
 #include <thread>
 #include <tuple>
 
+#include "kiln/cache.h"
 #include "kiln/cuda.h"
 #include "kiln/error.h"
 #include "kiln/file_lock.h"
@@ -174,6 +175,15 @@ int run_child_mode(int argc, char** argv) {
   }
   if (mode == "pool-parent") return pool_parent(arg(0));
   if (mode == "tree") return tree();
+  if (mode == "cache-make") {  // DIR KEY BYTES: get_or_make, slowly, and print what it got
+    Cache cache = Cache::open({.directory = arg(0), .enabled = true});
+    std::string got = cache.get_or_make(arg(1), [&] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));  // let the others race
+      return arg(2);
+    });
+    std::printf("%s\n", got.c_str());
+    return 0;
+  }
   if (mode == "nvrtc-version") {  // a fresh process: nothing loaded NVRTC before
     try {
       auto [major, minor] = cuda::nvrtc_version();

@@ -1,0 +1,77 @@
+// A content-addressed cache of compiled outputs, shared by every kiln process of one user.
+//
+//   kiln::Cache cache = kiln::Cache::open();          // $KILN_CACHE_DIR, $XDG_CACHE_HOME/kiln
+//   std::string key = kiln::cache_key({source, options, compiler_version});
+//   std::string cubin = cache.get_or_make(key, [&] { return compile(); });
+//
+// Entries are files named by their key, each with a hash of its content that is checked on every
+// read: a corrupt entry is a miss, and is replaced. Writes go to a temporary file renamed into
+// place, so several processes making the same entry at once all get correct bytes and leave one
+// entry. The directory must be the user's own and not writable by anyone else (kiln creates it
+// 0700); otherwise opening it is an error, because a shared cache would let others plant code.
+// Past `max_bytes`, the least recently used entries are evicted. KILN_NO_CACHE disables it.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <initializer_list>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace kiln {
+
+struct CacheOptions {
+  // Empty: $KILN_CACHE_DIR, else $XDG_CACHE_HOME/kiln, else $HOME/.cache/kiln.
+  std::filesystem::path directory{};
+  // The total size entries may take before the least recently used are evicted.
+  std::uint64_t max_bytes = std::uint64_t{2} << 30;
+  // std::nullopt: enabled unless $KILN_NO_CACHE is set (to anything but "" or "0").
+  std::optional<bool> enabled{};
+};
+
+// The hex digest (128-bit XXH3) of `parts`, each length-prefixed, so that no two different lists
+// of parts share a key.
+std::string cache_key(std::initializer_list<std::string_view> parts);
+
+class Cache {
+ public:
+  // Resolves and (if needed) creates the directory. Throws Error naming the directory when it is
+  // not a directory, not owned by this user, or writable by group or others.
+  static Cache open(const CacheOptions& options = {});
+  // A cache that stores nothing (what open() returns when disabled).
+  static Cache disabled();
+
+  bool enabled() const noexcept { return enabled_; }
+  const std::filesystem::path& directory() const noexcept { return directory_; }
+
+  // The entry's bytes, or std::nullopt on a miss (also when the entry is corrupt: it is removed).
+  // A hit marks the entry as recently used.
+  std::optional<std::string> get(std::string_view key) const;
+  // Stores the entry (atomically) and evicts old entries past max_bytes. Errors writing the cache
+  // are not the caller's problem: the entry is simply not stored.
+  void put(std::string_view key, std::string_view bytes) const;
+  // get(), or make() then put().
+  std::string get_or_make(std::string_view key, const std::function<std::string()>& make) const;
+
+  struct Stats {
+    std::uint64_t entries = 0;
+    std::uint64_t bytes = 0;
+  };
+  Stats stats() const;
+  // Removes every entry (and stray temporary files); the directory stays.
+  void clear() const;
+  std::uint64_t max_bytes() const noexcept { return max_bytes_; }
+
+ private:
+  Cache() = default;
+  std::filesystem::path entry_path(std::string_view key) const;
+  void evict() const;
+
+  bool enabled_ = false;
+  std::filesystem::path directory_;
+  std::uint64_t max_bytes_ = 0;
+};
+
+}  // namespace kiln

@@ -1,0 +1,183 @@
+#include "kiln/cache.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <thread>
+
+#include "kiln/error.h"
+#include "kiln/process.h"
+#include "kiln/temp_directory.h"
+#include "testing/test_support.h"
+
+namespace kiln {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::ScopedEnv;
+
+Cache open_in(const fs::path& dir, std::uint64_t max_bytes = std::uint64_t{1} << 30) {
+  return Cache::open({.directory = dir, .max_bytes = max_bytes, .enabled = true});
+}
+
+std::string error_of(const std::function<void()>& fn) {
+  try {
+    fn();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+TEST(CacheKey, LengthPrefixedAndHex) {
+  std::string k = cache_key({"ab", "c"});
+  EXPECT_EQ(k.size(), 32u);
+  EXPECT_NE(k, cache_key({"a", "bc"}));
+  EXPECT_NE(k, cache_key({"abc"}));
+  EXPECT_EQ(k, cache_key({"ab", "c"}));
+}
+
+TEST(Cache, HitReturnsTheStoredBytesAndAMissIsEmpty) {
+  TempDirectory dir;
+  Cache cache = open_in(dir / "cache");
+  EXPECT_EQ(fs::status(dir / "cache").permissions() & fs::perms::all, fs::perms::owner_all);
+  std::string key = cache_key({"kernel"});
+  EXPECT_FALSE(cache.get(key));
+  std::string bytes(
+      "\x7f"
+      "ELF\0binary",
+      11);
+  cache.put(key, bytes);
+  EXPECT_EQ(cache.get(key), bytes);
+  int made = 0;
+  EXPECT_EQ(cache.get_or_make(key,
+                              [&] {
+                                ++made;
+                                return std::string("other");
+                              }),
+            bytes);
+  EXPECT_EQ(made, 0);
+  EXPECT_EQ(cache.stats().entries, 1u);
+  EXPECT_THROW(cache.get("../../etc/passwd"), InvalidArgument);
+}
+
+TEST(Cache, ACorruptEntryIsAMissAndIsReplaced) {
+  TempDirectory dir;
+  Cache cache = open_in(dir.path());
+  std::string key = cache_key({"kernel"});
+  cache.put(key, std::string(1000, 'k'));
+  {
+    std::fstream file(dir / key, std::ios::in | std::ios::out | std::ios::binary);
+    file.seekp(-10, std::ios::end);
+    file.put('X');  // one flipped byte in the content
+  }
+  EXPECT_FALSE(cache.get(key)) << "the hash check caught it";
+  EXPECT_FALSE(fs::exists(dir / key)) << "and the entry is gone";
+  EXPECT_EQ(cache.get_or_make(key, [] { return std::string(1000, 'k'); }), std::string(1000, 'k'));
+  EXPECT_EQ(cache.get(key), std::string(1000, 'k'));
+  std::ofstream(dir / key, std::ios::trunc) << "kiln-cache-1\nshort";  // truncated
+  EXPECT_FALSE(cache.get(key));
+}
+
+TEST(Cache, EvictsTheLeastRecentlyUsedPastTheCap) {
+  TempDirectory dir;
+  Cache cache = open_in(dir.path(), 2500);
+  std::string a = cache_key({"a"}), b = cache_key({"b"}), c = cache_key({"c"});
+  cache.put(a, std::string(1000, 'a'));
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  cache.put(b, std::string(1000, 'b'));
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_TRUE(cache.get(a)) << "a is now the most recently used";
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  cache.put(c, std::string(1000, 'c'));
+  EXPECT_TRUE(cache.get(a));
+  EXPECT_FALSE(cache.get(b)) << "b was the least recently used";
+  EXPECT_TRUE(cache.get(c));
+  EXPECT_LE(cache.stats().bytes, 2500u);
+}
+
+TEST(Cache, RefusesADirectoryOthersCanWriteOrOwn) {
+  TempDirectory dir;
+  fs::create_directory(dir / "shared");
+  ::chmod((dir / "shared").c_str(), 0777);
+  std::string open_error = error_of([&] { open_in(dir / "shared"); });
+  EXPECT_NE(open_error.find("writable by everyone"), std::string::npos) << open_error;
+  EXPECT_NE(open_error.find("chmod 700"), std::string::npos) << open_error;
+  ::chmod((dir / "shared").c_str(), 0770);
+  EXPECT_NE(error_of([&] { open_in(dir / "shared"); }).find("writable by its group"),
+            std::string::npos);
+  fs::create_directory(dir / "real");
+  fs::create_directory_symlink(dir / "real", dir / "link");
+  EXPECT_NE(error_of([&] { open_in(dir / "link"); }).find("not a directory"), std::string::npos);
+  fs::create_directory(dir / "readable");
+  ::chmod((dir / "readable").c_str(), 0755);
+  open_in(dir / "readable");
+  EXPECT_EQ(fs::status(dir / "readable").permissions() & fs::perms::all, fs::perms::owner_all)
+      << "only readable by others: tightened, not refused";
+  if (::geteuid() != 0) GTEST_SKIP() << "giving a directory to another user needs root";
+  fs::create_directory(dir / "theirs", dir.path());
+  ::chmod((dir / "theirs").c_str(), 0700);
+  ASSERT_EQ(::chown((dir / "theirs").c_str(), 65534, 65534), 0);
+  std::string theirs = error_of([&] { open_in(dir / "theirs"); });
+  EXPECT_NE(theirs.find("belongs to uid 65534"), std::string::npos) << theirs;
+}
+
+TEST(Cache, EnvironmentChoosesTheDirectoryOrTurnsItOff) {
+  TempDirectory dir;
+  {
+    ScopedEnv no("KILN_NO_CACHE", "1");
+    ScopedEnv where("KILN_CACHE_DIR", (dir / "ignored").string());
+    Cache off = Cache::open();
+    EXPECT_FALSE(off.enabled());
+    off.put(cache_key({"x"}), "bytes");
+    EXPECT_FALSE(off.get(cache_key({"x"})));
+    EXPECT_FALSE(fs::exists(dir / "ignored"));
+  }
+  ScopedEnv no("KILN_NO_CACHE", std::nullopt);
+  {
+    ScopedEnv where("KILN_CACHE_DIR", (dir / "chosen").string());
+    EXPECT_EQ(Cache::open().directory(), dir / "chosen");
+  }
+  ScopedEnv where("KILN_CACHE_DIR", std::nullopt);
+  ScopedEnv xdg("XDG_CACHE_HOME", (dir / "xdg").string());
+  EXPECT_EQ(Cache::open().directory(), dir / "xdg" / "kiln");
+  EXPECT_TRUE(fs::is_directory(dir / "xdg" / "kiln"));
+}
+
+TEST(Cache, FourProcessesMakingTheSameEntryAgreeAndLeaveOne) {
+  TempDirectory dir;
+  std::string key = cache_key({"same kernel"});
+  std::vector<std::thread> threads;
+  std::vector<RunResult> results(4);
+  for (size_t i = 0; i < 4; ++i) {
+    threads.emplace_back([&, i] {
+      results[i] =
+          run({.argv = testing::child_argv("cache-make", {dir.path().string(), key, "the-bytes"})});
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (const RunResult& r : results) {
+    EXPECT_TRUE(r.ok()) << r.output;
+    EXPECT_EQ(r.output, "the-bytes\n");
+  }
+  std::vector<std::string> names = dir.listdir();
+  EXPECT_EQ(names, std::vector<std::string>{key}) << "one entry, no temporary file left";
+  EXPECT_EQ(open_in(dir.path()).get(key), "the-bytes");
+}
+
+TEST(Cache, ClearRemovesEntriesAndKeepsTheDirectory) {
+  TempDirectory dir;
+  Cache cache = open_in(dir.path());
+  cache.put(cache_key({"a"}), "a");
+  cache.put(cache_key({"b"}), "b");
+  EXPECT_EQ(cache.stats().entries, 2u);
+  cache.clear();
+  EXPECT_EQ(cache.stats().entries, 0u);
+  EXPECT_TRUE(fs::is_directory(dir.path()));
+}
+
+}  // namespace
+}  // namespace kiln
