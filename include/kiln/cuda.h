@@ -44,6 +44,11 @@ struct CompileOptions {
   // When set, the result is also written there (the seed's path_target).
   std::filesystem::path output{};
   Backend backend = Backend::nvrtc;
+  // Look the result up in, and store it into, kiln's kernel cache (kiln/cache.h), keyed by the
+  // source as compiled, every option, backend, format, arch, the compiler's identity and version
+  // and the environment variables that change the output. KILN_NO_CACHE turns it off; so does
+  // TVM_KERNEL_DUMP (a dump is wanted for its files).
+  bool use_cache = true;
 };
 
 // The compiled bytes: PTX text, a cubin or a fatbin. A compile error throws ToolFailed whose

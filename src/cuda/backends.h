@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "kiln/cache.h"
 #include "kiln/cuda.h"
 
 namespace kiln::cuda::internal {
@@ -16,7 +17,14 @@ struct Request {
   std::string arch;  // as the caller gave it; may be empty
   std::vector<std::string> options;
   bool nvshmem = false;
+  const Cache* cache = nullptr;  // where results are looked up and stored; none: no caching
 };
+
+// A file as part of a cache key: its path, size and modification time (a reinstalled compiler
+// or library is a different one).
+std::string file_identity(const std::filesystem::path& path);
+// Joins strings with NUL bytes, for a cache key.
+std::string joined_for_key(const std::vector<std::string>& parts);
 
 std::string compile_with_nvrtc(const Request& request);
 

@@ -9,6 +9,7 @@
 
 #include "cuda/backends.h"
 #include "internal/shell_words.h"
+#include "kiln/cache.h"
 #include "kiln/cuda.h"
 #include "kiln/error.h"
 
@@ -53,6 +54,23 @@ const std::vector<std::string>& half_and_bfloat16_undefines() {
 std::string machine() {
   utsname names{};
   return ::uname(&names) == 0 ? names.machine : "x86_64";
+}
+
+std::string file_identity(const std::filesystem::path& path) {
+  std::error_code ec;
+  auto size = std::filesystem::file_size(path, ec);
+  auto time = std::filesystem::last_write_time(path, ec);
+  return fmt::format("{}:{}:{}", path.string(), ec ? 0 : size,
+                     ec ? 0 : time.time_since_epoch().count());
+}
+
+std::string joined_for_key(const std::vector<std::string>& parts) {
+  std::string joined;
+  for (const std::string& part : parts) {
+    joined += part;
+    joined.push_back('\0');
+  }
+  return joined;
 }
 
 }  // namespace internal
@@ -100,6 +118,11 @@ std::string compile_cuda(std::string_view code, const CompileOptions& options) {
   request.nvshmem = uses_nvshmem(code);
   Format fallback = options.backend == Backend::nvcc ? Format::ptx : Format::cubin;
   request.format = request.nvshmem ? Format::cubin : options.format.value_or(fallback);
+  std::optional<Cache> cache;
+  if (options.use_cache && !internal::env("TVM_KERNEL_DUMP")) {
+    cache = Cache::open();
+    if (cache->enabled()) request.cache = &*cache;
+  }
   std::string bytes = options.backend == Backend::nvcc ? internal::compile_with_nvcc(request)
                                                        : internal::compile_with_nvrtc(request);
   if (bytes.empty()) throw Error("Compilation error: empty result is generated");

@@ -8,6 +8,7 @@
 
 #include "cuda/backends.h"
 #include "cuda/nvrtc_source.h"
+#include "kiln/cache.h"
 #include "kiln/cuda.h"
 #include "kiln/error.h"
 #include "kiln/process.h"
@@ -288,6 +289,48 @@ TEST_F(CudaCompile, KilnsNvrtcLayoutGivesTheSeedsResult) {
       EXPECT_EQ(without_comments(kiln), without_comments(seed));
     }
   }
+}
+
+TEST_F(CudaCompile, TheKernelCacheHitsOnlyWhenEverythingMatches) {
+  TempDirectory dir;
+  ScopedEnv on("KILN_NO_CACHE", std::nullopt);
+  ScopedEnv where("KILN_CACHE_DIR", dir.path().string());
+  auto entries = [&] { return dir.listdir(); };
+  CompileOptions base{.format = Format::cubin, .arch = "sm_80"};
+  std::string first = compile_cuda(kKernel, base);
+  ASSERT_EQ(entries().size(), 1u);
+  // A hit really comes from the cache: plant other bytes under the entry's key.
+  std::string key = entries()[0];
+  Cache cache = Cache::open({.directory = dir.path(), .enabled = true});
+  cache.put(key, "planted");
+  EXPECT_EQ(compile_cuda(kKernel, base), "planted");
+  cache.put(key, first);
+  EXPECT_EQ(compile_cuda(kKernel, base), first);
+  EXPECT_EQ(entries().size(), 1u);
+  // Each part of the key, changed alone, misses.
+  size_t expected = 1;
+  auto misses = [&](const std::string& code, const CompileOptions& options, const char* what) {
+    compile_cuda(code, options);
+    EXPECT_EQ(entries().size(), ++expected) << what << " did not change the key";
+  };
+  misses(kKernel, {.format = Format::cubin, .arch = "sm_90a"}, "the arch");
+  misses(kKernel, {.format = Format::ptx, .arch = "sm_80"}, "the format");
+  misses(kKernel, {.format = Format::cubin, .arch = "sm_80", .options = {"-DKILN_X=1"}},
+         "an option");
+  misses(std::string(kKernel) + "// edited\n", base, "the source");
+  misses(kKernel, {.format = Format::cubin, .arch = "sm_80", .backend = Backend::nvcc},
+         "the backend");
+  {
+    ScopedEnv level("TVM_CUDA_PTXAS_REG_LEVEL", "8");
+    misses(kKernel, base, "TVM_CUDA_PTXAS_REG_LEVEL");
+  }
+  {
+    ScopedEnv debug("TVM_KERNEL_DEBUG", "1");
+    misses(kKernel, {.format = Format::cubin, .arch = "sm_80", .backend = Backend::nvcc},
+           "TVM_KERNEL_DEBUG");
+  }
+  compile_cuda(kKernel, {.format = Format::cubin, .arch = "sm_80", .use_cache = false});
+  EXPECT_EQ(entries().size(), expected) << "use_cache = false stores nothing";
 }
 
 TEST_F(CudaCompile, NvrtcVersionAndArchitectures) {

@@ -84,6 +84,15 @@ std::string compile_with_nvcc(const Request& request) {
   }
   cmd.push_back(ptxas);
   cmd.insert(cmd.end(), request.options.begin(), request.options.end());
+  // Everything but the temporary paths decides the output: that is the cache key.
+  std::string key;
+  if (request.cache != nullptr) {
+    std::string nvshmem_lib;
+    if (nvshmem) nvshmem_lib = file_identity(nvshmem->lib_dir / "libnvshmem_device.a");
+    key = cache_key({"nvcc", file_identity(fs::path(cmd[0])), joined_for_key(cmd), request.code,
+                     nvshmem ? nvshmem->include_dir.string() : "", nvshmem_lib});
+    if (std::optional<std::string> hit = request.cache->get(key)) return std::move(*hit);
+  }
   cmd.insert(cmd.end(), {"-o", target.string()});
   if (request.nvshmem) {
     cmd.insert(cmd.end(),
@@ -102,7 +111,9 @@ std::string compile_with_nvcc(const Request& request) {
                "nvshmem_device", "-l", "cudadevrt", "-o", cubin.string(), target.string()});
     target = cubin;
   }
-  return read_file(target);
+  std::string bytes = read_file(target);
+  if (request.cache != nullptr) request.cache->put(key, bytes);
+  return bytes;
 }
 
 }  // namespace kiln::cuda::internal

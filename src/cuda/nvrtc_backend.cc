@@ -220,13 +220,26 @@ std::string compile_with_nvrtc(const Request& request) {
   std::optional<std::string> dump_dir = env("TVM_KERNEL_DUMP");
   if (dump_dir) dump(*dump_dir, "tvm_kernels.cu", source);
   bool cubin = request.format == Format::cubin;
-  NvrtcOutput output = run_nvrtc(request.code, source, options, cubin);
-  if (dump_dir) {
-    dump(*dump_dir, cubin ? "tvm_kernels.cubin" : "tvm_kernels.ptx", output.bytes);
-    dump(*dump_dir, "tvm_kernels.nvrtc.log", output.log);
+  auto compile = [&] {
+    NvrtcOutput output = run_nvrtc(request.code, source, options, cubin);
+    if (dump_dir) {
+      dump(*dump_dir, cubin ? "tvm_kernels.cubin" : "tvm_kernels.ptx", output.bytes);
+      dump(*dump_dir, "tvm_kernels.nvrtc.log", output.log);
+    }
+    if (request.nvshmem) return link_nvshmem(request, output.bytes, arch);
+    return std::move(output.bytes);
+  };
+  if (request.cache == nullptr) return compile();
+  auto [major, minor] = nvrtc_version();
+  std::string nvshmem_lib;
+  if (request.nvshmem) {
+    nvshmem_lib = file_identity(find_nvshmem_paths().lib_dir / "libnvshmem_device.a") +
+                  file_identity(nvjitlink().path);
   }
-  if (request.nvshmem) return link_nvshmem(request, output.bytes, arch);
-  return std::move(output.bytes);
+  std::string key =
+      cache_key({"nvrtc", format_name(request.format), arch, source, joined_for_key(options),
+                 file_identity(nvrtc().path), fmt::format("{}.{}", major, minor), nvshmem_lib});
+  return request.cache->get_or_make(key, compile);
 }
 
 }  // namespace kiln::cuda::internal
