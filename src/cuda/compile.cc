@@ -1,5 +1,6 @@
 // compile_cuda: picks the backend and format, and what both backends share.
 #include <sys/utsname.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
@@ -126,10 +127,22 @@ std::string compile_cuda(std::string_view code, const CompileOptions& options) {
   std::string bytes = options.backend == Backend::nvcc ? internal::compile_with_nvcc(request)
                                                        : internal::compile_with_nvrtc(request);
   if (bytes.empty()) throw Error("Compilation error: empty result is generated");
-  if (!options.output.empty()) {
-    std::ofstream out(options.output, std::ios::binary | std::ios::trunc);
+  if (!options.output.empty()) {  // written whole or not at all: a temporary file, renamed
+    std::filesystem::path temp = options.output;
+    temp += fmt::format(".kiln-tmp.{}", ::getpid());
+    std::ofstream out(temp, std::ios::binary | std::ios::trunc);
     out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    if (!out.flush()) throw FileNotFound("cannot write " + options.output.string());
+    std::error_code ec;
+    if (!out.flush()) {
+      std::filesystem::remove(temp, ec);
+      throw FileNotFound("cannot write " + options.output.string());
+    }
+    out.close();
+    std::filesystem::rename(temp, options.output, ec);
+    if (ec) {
+      std::filesystem::remove(temp, ec);
+      throw FileNotFound("cannot write " + options.output.string());
+    }
   }
   return bytes;
 }

@@ -1,0 +1,98 @@
+// kiln cuda and kiln cache, run as a user would. Skips, saying why, without a CUDA toolkit.
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "cli_support.h"
+#include "kiln/cuda.h"
+#include "kiln/error.h"
+#include "kiln/temp_directory.h"
+#include "testing/test_support.h"
+
+namespace kiln {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::kiln_cli;
+
+class CudaCli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    try {
+      cuda::find_cuda_path();
+    } catch (const Error& e) {
+      GTEST_SKIP() << "needs the CUDA toolkit: " << e.what();
+    }
+    std::ofstream(dir / "k.cu") << "#if !KILN_ON\n#error KILN_ON is not set\n#endif\n"
+                                   "extern \"C\" __global__ void k(float* a) { a[0] *= 2; }\n";
+    std::ofstream(dir / "broken.cu") << "__global__ void broken() { int x = ; }\n";
+  }
+  std::map<std::string, std::optional<std::string>> env() const {
+    return {{"KILN_CACHE_DIR", (dir / "cache").string()}, {"KILN_NO_CACHE", std::nullopt}};
+  }
+  TempDirectory dir;
+};
+
+TEST_F(CudaCli, InfoReportsTheToolkitAndWhyAnythingIsMissing) {
+  RunResult r = kiln_cli({"cuda", "info", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.error_output;
+  nlohmann::json j = nlohmann::json::parse(r.output);
+  for (const char* key : {"cuda_path", "cuda_version", "nvrtc_version", "nvrtc_architectures",
+                          "libdevice", "nvshmem", "device_compute_capability"}) {
+    EXPECT_TRUE(j.contains(key)) << key;
+  }
+  EXPECT_EQ(j["cuda_version"], cuda::get_cuda_version().to_string());
+  EXPECT_TRUE(j["nvrtc_architectures"].is_array());
+  RunResult text = kiln_cli({"cuda", "info"});
+  EXPECT_NE(text.output.find("cuda_version"), std::string::npos);
+}
+
+TEST_F(CudaCli, CompileWritesTheFormatAskedForAndPassesOptionsThrough) {
+  RunResult cubin = kiln_cli({"cuda", "compile", (dir / "k.cu").string(), "--arch", "sm_80", "-o",
+                              (dir / "k.cubin").string(), "--", "-DKILN_ON=1"},
+                             env());
+  ASSERT_EQ(cubin.exit_code, 0) << cubin.error_output;
+  EXPECT_EQ(testing::read_file(dir / "k.cubin").substr(0, 4),
+            "\x7f"
+            "ELF");
+  RunResult fatbin = kiln_cli(
+      {"cuda", "compile", (dir / "k.cu").string(), "--backend", "nvcc", "--format", "fatbin",
+       "--arch", "sm_90a", "-o", (dir / "k.fatbin").string(), "--", "-DKILN_ON=1"},
+      env());
+  ASSERT_EQ(fatbin.exit_code, 0) << fatbin.error_output;
+  EXPECT_EQ(testing::read_file(dir / "k.fatbin").substr(0, 4), "\x50\xed\x55\xba");
+  RunResult stats = kiln_cli({"cache", "stats"}, env());
+  EXPECT_NE(stats.output.find("entries    2"), std::string::npos) << stats.output;
+  RunResult clear = kiln_cli({"cache", "clear"}, env());
+  EXPECT_NE(clear.output.find("removed 2 entries"), std::string::npos) << clear.output;
+}
+
+TEST_F(CudaCli, FailuresAreClearAndLeaveNoOutput) {
+  RunResult syntax = kiln_cli({"cuda", "compile", (dir / "broken.cu").string(), "--arch", "sm_80",
+                               "-o", (dir / "broken.cubin").string()},
+                              env());
+  EXPECT_EQ(syntax.exit_code, 1);
+  EXPECT_NE(syntax.error_output.find("int x = ;"), std::string::npos) << syntax.error_output;
+  EXPECT_NE(syntax.error_output.find("NVRTC compilation failed"), std::string::npos);
+  EXPECT_EQ(dir.listdir(), (std::vector<std::string>{"broken.cu", "cache", "k.cu"}))
+      << "no partial output";
+  RunResult backend = kiln_cli({"cuda", "compile", (dir / "k.cu").string(), "--backend", "clang"});
+  EXPECT_EQ(backend.exit_code, 2);
+  RunResult fatbin = kiln_cli(
+      {"cuda", "compile", (dir / "k.cu").string(), "--format", "fatbin", "--arch", "sm_80"}, env());
+  EXPECT_EQ(fatbin.exit_code, 2);
+  EXPECT_NE(fatbin.error_output.find("NVRTC does not support fatbin"), std::string::npos);
+  RunResult missing = kiln_cli({"cuda", "compile", (dir / "missing.cu").string()});
+  EXPECT_EQ(missing.exit_code, 2);
+  std::string why;
+  if (!cuda::device_compute_version(&why)) {
+    RunResult no_arch = kiln_cli({"cuda", "compile", (dir / "k.cu").string()}, env());
+    EXPECT_EQ(no_arch.exit_code, 2);
+    EXPECT_NE(no_arch.error_output.find("--arch"), std::string::npos) << no_arch.error_output;
+  }
+}
+
+}  // namespace
+}  // namespace kiln

@@ -1,0 +1,188 @@
+// kiln cuda compile|info and kiln cache stats|clear.
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <sstream>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "commands.h"
+#include "kiln/cache.h"
+#include "kiln/cuda.h"
+#include "kiln/error.h"
+
+namespace kiln::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct CompileArgs {
+  std::string file;
+  std::string backend = "nvrtc";
+  std::string format;
+  std::string arch;
+  std::string output;
+};
+
+std::string read_source(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw InvalidArgument(fmt::format("cannot read {}", path));
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+void compile(const CompileArgs& args) {
+  cuda::Backend backend = cuda::backend_from_name(args.backend);
+  std::optional<cuda::Format> format;
+  if (!args.format.empty()) format = cuda::format_from_name(args.format);
+  std::string code = read_source(args.file);
+  cuda::Format chosen =
+      format.value_or(backend == cuda::Backend::nvcc ? cuda::Format::ptx : cuda::Format::cubin);
+  if (cuda::uses_nvshmem(code)) chosen = cuda::Format::cubin;
+  fs::path output = args.output.empty()
+                        ? fs::path(args.file).filename().replace_extension(
+                              std::string(".") + std::string(cuda::format_name(chosen)))
+                        : fs::path(args.output);
+  std::string bytes = cuda::compile_cuda(code, {.format = format,
+                                                .arch = args.arch,
+                                                .options = passthrough(),
+                                                .output = output,
+                                                .backend = backend});
+  std::cout << fmt::format("{}: {} bytes of {} ({}{})\n", output.string(), bytes.size(),
+                           cuda::format_name(chosen), cuda::backend_name(backend),
+                           args.arch.empty() ? "" : ", " + args.arch);
+}
+
+// One line of `kiln cuda info`: a value, or why there is none.
+template <typename Fn>
+nlohmann::json probe(Fn&& fn) {
+  try {
+    return fn();
+  } catch (const Error& e) {
+    return {{"unavailable", e.what()}};
+  }
+}
+
+nlohmann::json info() {
+  nlohmann::json j;
+  j["cuda_path"] = probe([] { return nlohmann::json(cuda::find_cuda_path().string()); });
+  j["cuda_version"] = probe([] { return nlohmann::json(cuda::get_cuda_version().to_string()); });
+  j["nvrtc_version"] = probe([] {
+    auto [major, minor] = cuda::nvrtc_version();
+    return nlohmann::json(fmt::format("{}.{}", major, minor));
+  });
+  j["nvrtc_architectures"] = probe([] {
+    nlohmann::json archs = nlohmann::json::array();
+    for (int sm : cuda::nvrtc_supported_archs()) archs.push_back(fmt::format("sm_{}", sm));
+    return archs;
+  });
+  j["libdevice"] = probe([] { return nlohmann::json(cuda::find_libdevice_path(80).string()); });
+  j["nvshmem"] = probe([] {
+    cuda::NvshmemPaths paths = cuda::find_nvshmem_paths();
+    return nlohmann::json{{"include", paths.include_dir.string()}, {"lib", paths.lib_dir.string()}};
+  });
+  std::string why;
+  std::optional<std::string> device = cuda::device_compute_version(&why);
+  j["device_compute_capability"] =
+      device ? nlohmann::json(*device) : nlohmann::json{{"unavailable", why}};
+  return j;
+}
+
+std::string text_of(const nlohmann::json& value) {
+  if (value.is_string()) return value.get<std::string>();
+  if (value.is_object() && value.contains("unavailable")) {
+    return "unavailable: " + value["unavailable"].get<std::string>();
+  }
+  if (value.is_array()) {
+    std::string joined;
+    for (const auto& item : value) joined += (joined.empty() ? "" : " ") + text_of(item);
+    return joined;
+  }
+  if (value.is_object()) {
+    std::string joined;
+    for (const auto& [key, item] : value.items()) {
+      joined += (joined.empty() ? "" : ", ") + key + " " + text_of(item);
+    }
+    return joined;
+  }
+  return value.dump();
+}
+
+}  // namespace
+
+void add_cuda(CLI::App& app, int* status) {
+  CLI::App* cuda = app.add_subcommand("cuda", "CUDA: compile kernels with NVRTC or nvcc");
+  cuda->require_subcommand(1);
+
+  auto args = std::make_shared<CompileArgs>();
+  CLI::App* compile_cmd =
+      cuda->add_subcommand("compile", "Compile a .cu file to PTX, a cubin or a fatbin");
+  compile_cmd->add_option("file", args->file, "The CUDA source")
+      ->required()
+      ->check(CLI::ExistingFile);
+  compile_cmd->add_option("--backend", args->backend, "nvrtc (default) or nvcc")
+      ->check(CLI::IsMember({"nvrtc", "nvcc"}));
+  compile_cmd
+      ->add_option("--format", args->format,
+                   "ptx, cubin or fatbin (nvcc only); default: "
+                   "cubin with NVRTC, ptx with nvcc")
+      ->check(CLI::IsMember({"ptx", "cubin", "fatbin"}));
+  compile_cmd->add_option("--arch", args->arch, "sm_80, sm_90a, ...; default: the GPU's");
+  compile_cmd->add_option("-o,--output", args->output,
+                          "Where to write it (default: FILE's name "
+                          "with the format's extension, here)");
+  compile_cmd->footer("Options after -- go to the compiler.");
+  compile_cmd->callback([args, status] {
+    compile(*args);
+    *status = kExitOk;
+  });
+
+  auto json = std::make_shared<bool>(false);
+  CLI::App* info_cmd = cuda->add_subcommand(
+      "info", "The CUDA toolkit, NVRTC, libdevice, NVSHMEM and GPU kiln finds, or why not");
+  info_cmd->add_flag("--json", *json, "Print one JSON object");
+  info_cmd->callback([json, status] {
+    require_no_passthrough("cuda info");
+    nlohmann::json j = info();
+    if (*json) {
+      std::cout << j.dump(2) << "\n";
+    } else {
+      for (const auto& [key, value] : j.items()) {
+        std::cout << fmt::format("{:<26} {}\n", key, text_of(value));
+      }
+    }
+    *status = kExitOk;
+  });
+}
+
+void add_cache(CLI::App& app, int* status) {
+  CLI::App* cache = app.add_subcommand("cache", "kiln's kernel cache");
+  cache->require_subcommand(1);
+  CLI::App* stats = cache->add_subcommand("stats", "Where the cache is, how many entries, how big");
+  stats->callback([status] {
+    require_no_passthrough("cache stats");
+    Cache c = Cache::open();
+    if (!c.enabled()) {
+      std::cout << "the cache is off (KILN_NO_CACHE is set)\n";
+    } else {
+      Cache::Stats s = c.stats();
+      std::cout << fmt::format("directory  {}\nentries    {}\nbytes      {}\nmax bytes  {}\n",
+                               c.directory().string(), s.entries, s.bytes, c.max_bytes());
+    }
+    *status = kExitOk;
+  });
+  CLI::App* clear = cache->add_subcommand("clear", "Remove every entry");
+  clear->callback([status] {
+    require_no_passthrough("cache clear");
+    Cache c = Cache::open();
+    Cache::Stats before = c.stats();
+    c.clear();
+    std::cout << fmt::format("removed {} entries ({} bytes) from {}\n", before.entries,
+                             before.bytes, c.enabled() ? c.directory().string() : "(off)");
+    *status = kExitOk;
+  });
+}
+
+}  // namespace kiln::cli
