@@ -37,6 +37,9 @@ struct NvrtcOutput {
   std::string bytes;  // the cubin, or the PTX text
   std::string log;    // NVRTC's log (ptxas -v output included)
 };
+// False when `code` mentions what NVRTC's --minimal leaves out (textures and surfaces, the
+// runtime API, device-side launch, driver types).
+bool may_compile_minimal(std::string_view code);
 // Compiles `source` with `options`; a failure is ToolFailed carrying `code` and the log.
 NvrtcOutput run_nvrtc(const std::string& code, const std::string& source,
                       const std::vector<std::string>& options, bool cubin);

@@ -333,6 +333,16 @@ TEST_F(CudaCompile, TheKernelCacheHitsOnlyWhenEverythingMatches) {
   EXPECT_EQ(entries().size(), expected) << "use_cache = false stores nothing";
 }
 
+// Kernels that need what NVRTC's --minimal omits still compile (kiln then compiles in full).
+TEST_F(CudaCompile, TexturesAndTheRuntimeApiStillCompile) {
+  const std::string texture =
+      "extern \"C\" __global__ void k(cudaTextureObject_t t, float* out) {\n"
+      "  out[threadIdx.x] = tex1Dfetch<float>(t, threadIdx.x);\n}\n";
+  EXPECT_FALSE(internal::may_compile_minimal(texture));
+  EXPECT_TRUE(internal::may_compile_minimal(kKernel));
+  expect_cubin(compile_cuda(texture, {.arch = "sm_80"}), 80);
+}
+
 TEST_F(CudaCompile, NvrtcVersionAndArchitectures) {
   auto [major, minor] = nvrtc_version();
   EXPECT_GE(major, 11);

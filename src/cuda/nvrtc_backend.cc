@@ -1,5 +1,6 @@
 // The NVRTC backend: the seed's source filtering, preamble and options, through the NVRTC library
 // loaded at run time.
+#include <cctype>
 #include <fstream>
 #include <sstream>
 
@@ -208,6 +209,20 @@ NvrtcOutput run_nvrtc(const std::string& code, const std::string& source,
   return output;
 }
 
+bool may_compile_minimal(std::string_view code) {
+  for (std::string_view feature : {"tex1", "tex2", "tex3", "texture", "surf", "<<<", "CUdevice",
+                                   "CUresult", "CUstream", "CUcontext"}) {
+    if (code.find(feature) != std::string_view::npos) return false;
+  }
+  for (size_t at = code.find("cuda"); at != std::string_view::npos;
+       at = code.find("cuda", at + 1)) {
+    if (at + 4 < code.size() && std::isupper(static_cast<unsigned char>(code[at + 4])) != 0) {
+      return false;  // cudaMalloc, cudaError_t, cudaTextureObject_t, ...: the runtime API
+    }
+  }
+  return true;
+}
+
 std::string compile_with_nvrtc(const Request& request) {
   if (request.format == Format::fatbin) {
     throw InvalidArgument(
@@ -221,7 +236,20 @@ std::string compile_with_nvrtc(const Request& request) {
   if (dump_dir) dump(*dump_dir, "tvm_kernels.cu", source);
   bool cubin = request.format == Format::cubin;
   auto compile = [&] {
-    NvrtcOutput output = run_nvrtc(request.code, source, options, cubin);
+    // --minimal leaves out what most kernels never use (textures, the runtime API, device-side
+    // launch), and saves NVRTC parsing it. A kernel that mentions them, or fails without them,
+    // is compiled as the seed would.
+    std::optional<NvrtcOutput> minimal;
+    if (may_compile_minimal(source)) {
+      std::vector<std::string> lean = options;
+      lean.emplace_back("--minimal");
+      try {
+        minimal = run_nvrtc(request.code, source, lean, cubin);
+      } catch (const ToolFailed&) {  // NOLINT(bugprone-empty-catch): retried in full below
+      }
+    }
+    NvrtcOutput output =
+        minimal ? std::move(*minimal) : run_nvrtc(request.code, source, options, cubin);
     if (dump_dir) {
       dump(*dump_dir, cubin ? "tvm_kernels.cubin" : "tvm_kernels.ptx", output.bytes);
       dump(*dump_dir, "tvm_kernels.nvrtc.log", output.log);
