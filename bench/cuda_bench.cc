@@ -48,7 +48,7 @@ std::string variant(int k) {
   return code;
 }
 
-KILN_TASK(compile_cubin, [](kiln::Value code) -> kiln::Value {
+KILN_TASK(compile_cubin, [](const kiln::Value& code) -> kiln::Value {
   std::string bytes =
       cuda::compile_cuda(code.get<std::string>(),
                          {.format = cuda::Format::cubin, .arch = "sm_80", .use_cache = false});

@@ -13,10 +13,12 @@
 // TVM_CUDA_NVCC_NO_FAST_MATH, CUDA_PATH, NVSHMEM_HOME; KILN_NVRTC names the NVRTC library to load.
 #pragma once
 
+#include <compare>
 #include <filesystem>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -72,7 +74,11 @@ struct CudaVersion {
   int minor = 0;
   int patch = 0;
   std::string to_string() const;  // "13.0.88"
-  auto operator<=>(const CudaVersion&) const = default;
+  bool operator==(const CudaVersion&) const = default;
+  // Spelled out: clang-tidy 14 misreads a defaulted <=> (modernize-use-nullptr).
+  std::strong_ordering operator<=>(const CudaVersion& other) const {
+    return std::tie(major, minor, patch) <=> std::tie(other.major, other.minor, other.patch);
+  }
 };
 // The toolkit's version: version.txt (its last token), Debian's lib/cuda/version.txt,
 // version.json ("cuda": {"version": ...}), then `nvcc --version`. Empty path: find_cuda_path().
