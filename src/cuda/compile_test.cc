@@ -5,6 +5,7 @@
 #include <cstring>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 #include "cuda/backends.h"
 #include "cuda/nvrtc_source.h"
@@ -331,6 +332,62 @@ TEST_F(CudaCompile, TheKernelCacheHitsOnlyWhenEverythingMatches) {
   }
   compile_cuda(kKernel, {.format = Format::cubin, .arch = "sm_80", .use_cache = false});
   EXPECT_EQ(entries().size(), expected) << "use_cache = false stores nothing";
+}
+
+TEST_F(CudaCompile, FourProcessesCompilingTheSameKernelAgreeAndLeaveOneEntry) {
+  TempDirectory dir;
+  std::map<std::string, std::optional<std::string>> env = {{"KILN_CACHE_DIR", dir.path().string()},
+                                                           {"KILN_NO_CACHE", std::nullopt}};
+  std::vector<RunResult> results(4);
+  std::vector<std::thread> threads;
+  for (size_t i = 0; i < 4; ++i) {
+    threads.emplace_back([&, i] {
+      results[i] =
+          run({.argv = testing::child_argv("cuda-compile", {kKernel, "sm_80"}), .env = env});
+    });
+  }
+  for (auto& t : threads) t.join();
+  std::string expected = cache_key({compile_cuda(kKernel, {.arch = "sm_80", .use_cache = false})});
+  for (const RunResult& r : results) {
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_EQ(r.output, expected + "\n");
+  }
+  EXPECT_EQ(dir.listdir().size(), 1u) << "one entry, no temporary file";
+}
+
+// The command lines keep the seed's order of flags.
+TEST_F(CudaCompile, FlagsComeInTheSeedsOrder) {
+  auto command_of = [](Backend backend) {
+    try {
+      compile_cuda("#error stop\n",
+                   {.arch = "sm_80", .options = {"-DKILN_USER=1"}, .backend = backend});
+    } catch (const ToolFailed& e) {
+      return e.command_line();
+    }
+    return std::string("no failure");
+  };
+  ScopedEnv debug("TVM_KERNEL_DEBUG", "1");
+  auto in_order = [](const std::string& line, const std::vector<std::string>& flags) {
+    size_t at = 0;
+    for (const std::string& flag : flags) {
+      size_t next = line.find(flag, at);
+      EXPECT_NE(next, std::string::npos) << flag << " missing or out of order in\n" << line;
+      if (next == std::string::npos) return;
+      at = next + flag.size();
+    }
+  };
+  in_order(command_of(Backend::nvcc),
+           {"--ptx", "-O3", "-g", "-G", "-arch sm_80", "-U__CUDA_NO_HALF_OPERATORS__",
+            "-U__CUDA_NO_BFLOAT162_CONVERSIONS__", "--expt-relaxed-constexpr",
+            "--expt-extended-lambda", "--use_fast_math",
+            "--ptxas-options=-v,--register-usage-level=10,--warn-on-local-memory-usage",
+            "-DKILN_USER=1", "-o", "tvm_kernels.cu"});
+  in_order(command_of(Backend::nvrtc),
+           {"--gpu-architecture=sm_80", "-default-device", "--device-int128", "-I",
+            "-D__NV_SILENCE_DEPRECATION_BEGIN=", "-D__NV_SILENCE_HOST_DEPRECATION_END=",
+            "-U__CUDA_NO_HALF_OPERATORS__", "-U__CUDA_NO_BFLOAT162_CONVERSIONS__",
+            "--use_fast_math", "--ptxas-options=-v", "--ptxas-options=--register-usage-level=10",
+            "--ptxas-options=--warn-on-local-memory-usage", "-DKILN_USER=1"});
 }
 
 // Kernels that need what NVRTC's --minimal omits still compile (kiln then compiles in full).

@@ -1,5 +1,7 @@
 // The nvcc backend: the seed's flags, in the seed's order, through the process runner.
 #include <fstream>
+#include <map>
+#include <mutex>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -36,6 +38,19 @@ void run_stage(const std::string& code, std::vector<std::string> argv) {
     throw ToolFailed(code, "Compilation error:\n" + result.output, result.command_line,
                      result.exit_code > 0 ? "" : result.status_text());
   }
+}
+
+// `nvcc --version` of this nvcc, asked once per process and file identity.
+std::string nvcc_version(const std::string& nvcc) {
+  static std::mutex mutex;
+  static std::map<std::string, std::string> known;
+  std::string identity = file_identity(nvcc);
+  std::lock_guard lock(mutex);
+  auto it = known.find(identity);
+  if (it == known.end()) {
+    it = known.emplace(identity, run({.argv = {nvcc, "--version"}}).output).first;
+  }
+  return it->second;
 }
 
 std::string nvcc_program() {
@@ -89,7 +104,8 @@ std::string compile_with_nvcc(const Request& request) {
   if (request.cache != nullptr) {
     std::string nvshmem_lib;
     if (nvshmem) nvshmem_lib = file_identity(nvshmem->lib_dir / "libnvshmem_device.a");
-    key = cache_key({"nvcc", file_identity(fs::path(cmd[0])), joined_for_key(cmd), request.code,
+    key = cache_key({"nvcc", file_identity(fs::path(cmd[0])), nvcc_version(cmd[0]),
+                     joined_for_key(cmd), request.code,
                      nvshmem ? nvshmem->include_dir.string() : "", nvshmem_lib});
     if (std::optional<std::string> hit = request.cache->get(key)) return std::move(*hit);
   }

@@ -184,6 +184,16 @@ int run_child_mode(int argc, char** argv) {
     std::printf("%s\n", got.c_str());
     return 0;
   }
+  if (mode == "cuda-compile") {  // CODE ARCH: compile_cuda (cache as the environment says)
+    try {
+      std::string bytes = cuda::compile_cuda(arg(0), {.arch = arg(1)});
+      std::printf("%s\n", cache_key({bytes}).c_str());  // a digest of what it got
+      return 0;
+    } catch (const Error& e) {
+      std::printf("%s\n", e.what());
+      return 1;
+    }
+  }
   if (mode == "nvrtc-version") {  // a fresh process: nothing loaded NVRTC before
     try {
       auto [major, minor] = cuda::nvrtc_version();
