@@ -9,6 +9,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "kiln/cuda.h"
+#include "kiln/error.h"
 #include "kiln/paths.h"
 #include "kiln_build_info.h"
 
@@ -32,11 +34,14 @@ std::string env_or_empty(const char* name) {
   return value != nullptr ? value : "";
 }
 
+// The toolkit kiln::cuda would use, with its nvcc.
 bool cuda_toolkit_found() {
-  std::string cuda_path = env_or_empty("CUDA_PATH");
-  std::error_code ec;
-  return (!cuda_path.empty() && fs::exists(fs::path(cuda_path) / "bin" / "nvcc", ec)) ||
-         which("nvcc").has_value() || fs::exists("/usr/local/cuda/bin/nvcc", ec);
+  try {
+    std::error_code ec;
+    return fs::exists(cuda::find_cuda_path() / "bin" / "nvcc", ec);
+  } catch (const Error&) {
+    return false;
+  }
 }
 
 bool rocm_device_libs_found() {
