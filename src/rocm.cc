@@ -1,0 +1,193 @@
+#include "kiln/rocm.h"
+
+#include <fstream>
+#include <regex>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "kiln/cuda.h"
+#include "kiln/error.h"
+#include "kiln/paths.h"
+#include "kiln/process.h"
+#include "kiln/temp_directory.h"
+
+namespace kiln::rocm {
+namespace {
+
+namespace fs = std::filesystem;
+
+// The seed's device libraries, in its order.
+constexpr std::string_view kBitcodeNames[] = {"oclc_daz_opt_on",
+                                              "ocml",
+                                              "irif",
+                                              "oclc_correctly_rounded_sqrt_off",
+                                              "oclc_correctly_rounded_sqrt_on",
+                                              "oclc_daz_opt_off",
+                                              "oclc_finite_only_off",
+                                              "oclc_finite_only_on",
+                                              "oclc_isa_version_803",
+                                              "oclc_isa_version_900",
+                                              "oclc_isa_version_906",
+                                              "oclc_isa_version_1030",
+                                              "oclc_unsafe_math_off",
+                                              "oclc_unsafe_math_on",
+                                              "oclc_wavefrontsize64_on",
+                                              "oclc_abi_version_500"};
+
+bool is_dir(const fs::path& p) {
+  std::error_code ec;
+  return fs::is_directory(p, ec);
+}
+
+bool is_file(const fs::path& p) {
+  std::error_code ec;
+  return fs::is_regular_file(p, ec);
+}
+
+std::string read_file(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw FileNotFound(fmt::format("cannot read '{}'", path.string()));
+  std::ostringstream bytes;
+  bytes << in.rdbuf();
+  return bytes.str();
+}
+
+fs::path default_bitcode_dir() {
+  std::vector<fs::path> candidates;
+  try {
+    candidates.push_back(find_rocm_path() / "amdgcn" / "bitcode");
+  } catch (const Error&) {  // NOLINT(bugprone-empty-catch): no ROCm; distribution layouts next
+  }
+  candidates.emplace_back("/opt/rocm/amdgcn/bitcode");
+  candidates.emplace_back("/opt/rocm/lib");
+  for (const char* multiarch : {"x86_64-linux-gnu", "aarch64-linux-gnu", "powerpc64le-linux-gnu"}) {
+    candidates.push_back(fs::path("/usr/lib") / multiarch / "amdgcn" / "bitcode");
+  }
+  for (const fs::path& dir : candidates) {
+    if (is_file(dir / "ocml.bc") || is_file(dir / "ocml.amdgcn.bc")) return dir;
+  }
+  return "/opt/rocm/lib";  // the seed's last resort: the lookup below says what is missing
+}
+
+}  // namespace
+
+std::vector<std::string> find_lld(const FindLldOptions& options) {
+  std::vector<std::string> names;
+  if (options.llvm_major) {
+    names.push_back(fmt::format("ld.lld-{}.0", *options.llvm_major));
+    names.push_back(fmt::format("ld.lld-{}", *options.llvm_major));
+  }
+  names.emplace_back("ld.lld");
+  std::vector<std::string> candidates = names;
+  for (const std::string& name : names) candidates.push_back("/opt/rocm/llvm/bin/" + name);
+  std::vector<std::string> found;
+  for (const std::string& candidate : candidates) {
+    if (std::optional<fs::path> path = which(candidate)) found.push_back(path->string());
+  }
+  if (found.empty() && options.required) {
+    std::string list;
+    for (const std::string& c : candidates) list += (list.empty() ? "" : ", ") + c;
+    throw ToolNotFound("ld.lld", "cannot find ld.lld, candidates are: [" + list + "]");
+  }
+  return found;
+}
+
+void rocm_link(const fs::path& in, const fs::path& out, const std::string& lld) {
+  std::string linker = lld.empty() ? find_lld().front() : lld;
+  RunResult result =
+      run({.argv = {linker, "--no-undefined", "-shared", in.string(), "-o", out.string()}});
+  if (!result.ok()) {
+    throw ToolFailed("Linking error using ld.lld:", result.output, result.command_line,
+                     result.exit_code > 0 ? "" : result.status_text());
+  }
+}
+
+std::string callback_rocm_link(std::string_view object_bytes, const std::string& lld) {
+  TempDirectory temp;
+  fs::path object = temp / "rocm_kernel.o";
+  fs::path code_object = temp / "rocm_kernel.co";
+  {
+    std::ofstream out(object, std::ios::binary);
+    out.write(object_bytes.data(), static_cast<std::streamsize>(object_bytes.size()));
+    if (!out.flush()) throw FileNotFound("cannot write " + object.string());
+  }
+  rocm_link(object, code_object, lld);
+  return read_file(code_object);
+}
+
+std::vector<fs::path> callback_rocm_bitcode_path(const fs::path& given) {
+  fs::path dir = given.empty() ? default_bitcode_dir() : given;
+  std::vector<fs::path> paths;
+  for (std::string_view name : kBitcodeNames) {
+    fs::path plain = dir / (std::string(name) + ".bc");
+    fs::path amdgcn = dir / (std::string(name) + ".amdgcn.bc");
+    if (is_file(plain)) {
+      paths.push_back(plain);
+    } else if (is_file(amdgcn)) {
+      paths.push_back(amdgcn);
+    } else if (name.find("isa_version") == std::string_view::npos && name != "irif") {
+      throw FileNotFound(fmt::format("could not find bitcode {} ({}.bc or {}.amdgcn.bc in {})",
+                                     name, name, name, dir.string()));
+    }
+  }
+  return paths;
+}
+
+std::optional<std::string> parse_rocminfo(std::string_view output) {
+  static const std::regex name(R"(Name:\s+(gfx\d+[a-zA-Z]*))");
+  std::match_results<std::string_view::const_iterator> match;
+  if (std::regex_search(output.begin(), output.end(), match, name)) return match[1].str();
+  return std::nullopt;
+}
+
+RocmArch get_rocm_arch(const fs::path& given) {
+  constexpr const char* kDefault = "gfx900";
+  fs::path rocm = given;
+  if (rocm.empty()) {
+    try {
+      rocm = find_rocm_path();
+    } catch (const Error& e) {
+      return {kDefault,
+              fmt::format("ROCm not detected ({}), using default {}", e.what(), kDefault)};
+    }
+  }
+  if (!is_dir(rocm)) {
+    return {kDefault,
+            fmt::format("ROCm not detected at {}, using default {}", rocm.string(), kDefault)};
+  }
+  fs::path rocminfo = rocm / "bin" / "rocminfo";
+  try {
+    RunResult result = run({.argv = {rocminfo.string()}, .timeout = std::chrono::seconds(30)});
+    if (!result.ok()) {
+      return {kDefault, fmt::format("{} failed ({}), using default {}", rocminfo.string(),
+                                    result.status_text(), kDefault)};
+    }
+    if (std::optional<std::string> arch = parse_rocminfo(result.output)) return {*arch, ""};
+    return {kDefault,
+            fmt::format("{} listed no gfx agent, using default {}", rocminfo.string(), kDefault)};
+  } catch (const CannotRunTool& e) {
+    return {kDefault,
+            fmt::format("Unable to execute rocminfo ({}), using default {}", e.what(), kDefault)};
+  }
+}
+
+fs::path find_rocm_path() {
+  const char* env = std::getenv("ROCM_PATH");  // NOLINT(concurrency-mt-unsafe): read-only use
+  if (env != nullptr && *env != '\0') return env;
+  if (std::optional<fs::path> hipcc = which("hipcc")) {
+    std::error_code ec;
+    fs::path real = fs::canonical(*hipcc, ec);
+    if (!ec) return real.parent_path().parent_path();
+  }
+  if (is_dir("/opt/rocm")) return "/opt/rocm";
+  throw FileNotFound(
+      "Cannot find ROCm path: ROCM_PATH is not set, hipcc is not on PATH, and "
+      "/opt/rocm does not exist");
+}
+
+bool have_matrixcore(std::string_view compute_version) {
+  return cuda::parse_compute_version(compute_version).first >= 8;
+}
+
+}  // namespace kiln::rocm
