@@ -23,6 +23,7 @@ int main(int argc, char** argv) {
   cli::add_clang(app, &status);
   cli::add_cuda(app, &status);
   cli::add_cache(app, &status);
+  cli::add_rocm(app, &status);
   auto fail = [](const std::exception& e, int exit_status) {
     std::cerr << "kiln: error: " << e.what() << "\n";
     return exit_status;
