@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "internal/files.h"
 #include "internal/path_list.h"
 #include "kiln/elf.h"
 #include "kiln/error.h"
@@ -86,19 +87,6 @@ bool ends_with(const fs::path& path, std::string_view suffix) {
 }
 
 // Moves `from` to `to` so that `to` appears whole or not at all, across file systems too.
-void move_into_place(const fs::path& from, const fs::path& to) {
-  std::error_code ec;
-  fs::rename(from, to, ec);
-  if (!ec) return;
-  if (ec != std::errc::cross_device_link) {
-    throw SystemError(fmt::format("rename '{}' to '{}'", from.string(), to.string()), ec.value());
-  }
-  fs::path staging = to;
-  staging += ".kiln-tmp";
-  fs::copy_file(from, staging, fs::copy_options::overwrite_existing);
-  fs::rename(staging, to);
-}
-
 // Options that change a compiler's target, kept for `-dumpmachine`.
 std::vector<std::string> target_options_of(const std::vector<std::string>& options) {
   std::vector<std::string> kept;
@@ -192,7 +180,7 @@ RunResult create_staticlib(const fs::path& output, const std::vector<fs::path>& 
     argv.push_back(object.string());
   }
   RunResult result = check("AR error:", {.argv = argv, .timeout = options.timeout});
-  move_into_place(temp_output, output);
+  internal::move_into_place(temp_output, output);
   return result;
 }
 

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "cuda/backends.h"
+#include "internal/files.h"
 #include "internal/shell_words.h"
 #include "kiln/cache.h"
 #include "kiln/cuda.h"
@@ -127,23 +128,7 @@ std::string compile_cuda(std::string_view code, const CompileOptions& options) {
   std::string bytes = options.backend == Backend::nvcc ? internal::compile_with_nvcc(request)
                                                        : internal::compile_with_nvrtc(request);
   if (bytes.empty()) throw Error("Compilation error: empty result is generated");
-  if (!options.output.empty()) {  // written whole or not at all: a temporary file, renamed
-    std::filesystem::path temp = options.output;
-    temp += fmt::format(".kiln-tmp.{}", ::getpid());
-    std::ofstream out(temp, std::ios::binary | std::ios::trunc);
-    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    std::error_code ec;
-    if (!out.flush()) {
-      std::filesystem::remove(temp, ec);
-      throw FileNotFound("cannot write " + options.output.string());
-    }
-    out.close();
-    std::filesystem::rename(temp, options.output, ec);
-    if (ec) {
-      std::filesystem::remove(temp, ec);
-      throw FileNotFound("cannot write " + options.output.string());
-    }
-  }
+  if (!options.output.empty()) kiln::internal::write_file_atomically(options.output, bytes);
   return bytes;
 }
 

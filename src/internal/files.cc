@@ -1,0 +1,45 @@
+#include "internal/files.h"
+
+#include <unistd.h>
+
+#include <fstream>
+
+#include <fmt/format.h>
+
+#include "kiln/error.h"
+
+namespace kiln::internal {
+
+namespace fs = std::filesystem;
+
+void move_into_place(const fs::path& from, const fs::path& to) {
+  std::error_code ec;
+  fs::rename(from, to, ec);
+  if (!ec) return;
+  if (ec != std::errc::cross_device_link) {
+    throw SystemError(fmt::format("rename '{}' to '{}'", from.string(), to.string()), ec.value());
+  }
+  fs::path staging = to;
+  staging += ".kiln-tmp";
+  fs::copy_file(from, staging, fs::copy_options::overwrite_existing);
+  fs::rename(staging, to);
+}
+
+void write_file_atomically(const fs::path& path, std::string_view bytes) {
+  fs::path temp = path;
+  temp += fmt::format(".kiln-tmp.{}", ::getpid());
+  std::error_code ec;
+  {
+    std::ofstream out(temp, std::ios::binary | std::ios::trunc);
+    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    if (out.flush()) {
+      out.close();
+      fs::rename(temp, path, ec);
+      if (!ec) return;
+    }
+  }
+  fs::remove(temp, ec);
+  throw FileNotFound("cannot write " + path.string());
+}
+
+}  // namespace kiln::internal
