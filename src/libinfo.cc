@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "kiln/callbacks.h"
 #include "kiln/cuda.h"
 #include "kiln/error.h"
 #include "kiln/paths.h"
@@ -128,7 +129,8 @@ std::string describe_json(const Description& d) {
                    {"git_commit", d.git_commit},
                    {"compiler", d.compiler},
                    {"platform", d.platform},
-                   {"options", d.options}};
+                   {"options", d.options},
+                   {"callbacks", callbacks::names()}};
   return j.dump(2) + "\n";
 }
 

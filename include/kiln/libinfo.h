@@ -33,7 +33,8 @@ Description describe();
 // The human form: version, compiler, platform, then the options as key-sorted, indented JSON.
 std::string describe_text(const Description& description);
 
-// The machine form: one JSON object with keys version, git_commit, compiler, platform, options.
+// The machine form: one JSON object with keys version, git_commit, compiler, platform, options,
+// and callbacks (the seed global functions kiln::callbacks serves).
 std::string describe_json(const Description& description);
 
 }  // namespace kiln
