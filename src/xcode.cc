@@ -1,0 +1,93 @@
+#include "kiln/xcode.h"
+
+#include <fstream>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "internal/files.h"
+#include "kiln/error.h"
+#include "kiln/process.h"
+#include "kiln/temp_directory.h"
+
+namespace kiln::xcode {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string trimmed(const std::string& text) {
+  size_t begin = text.find_first_not_of(" \t\r\n");
+  if (begin == std::string::npos) return {};
+  return text.substr(begin, text.find_last_not_of(" \t\r\n") - begin + 1);
+}
+
+bool is_ios(const std::string& sdk) { return sdk == "iphoneos" || sdk == "iphonesimulator"; }
+
+std::string read_file(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw FileNotFound(fmt::format("the tool wrote no {}", path.string()));
+  std::ostringstream bytes;
+  bytes << in.rdbuf();
+  return bytes.str();
+}
+
+}  // namespace
+
+std::string xcrun(const std::vector<std::string>& args) {
+  std::vector<std::string> argv = {"xcrun"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return trimmed(check("xcrun error:", {.argv = argv, .merge_stderr = false}).output);
+}
+
+void create_dylib(const fs::path& output, const std::vector<fs::path>& objects,
+                  const std::string& arch, const std::string& sdk,
+                  const std::optional<std::string>& min_os_version) {
+  if (sdk != "macosx" && !is_ios(sdk)) {
+    throw InvalidArgument(fmt::format(
+        "create_dylib: unsupported sdk '{}' (macosx, iphoneos or iphonesimulator)", sdk));
+  }
+  std::string clang = xcrun({"-sdk", sdk, "-find", "clang"});
+  std::string sdk_path = xcrun({"-sdk", sdk, "--show-sdk-path"});
+  std::vector<std::string> argv = {clang, "-dynamiclib", "-arch", arch, "-isysroot", sdk_path};
+  if (is_ios(sdk)) {
+    argv.push_back("-mios-version-min=" + min_os_version.value_or("13.0"));
+  } else if (min_os_version) {
+    argv.push_back("-mmacosx-version-min=" + *min_os_version);
+  }
+  argv.insert(argv.end(), {"-o", output.string()});
+  for (const fs::path& object : objects) argv.push_back(object.string());
+  check("Compilation error:", {.argv = argv});
+}
+
+std::string compile_metal(const std::string& code, const fs::path& output, const std::string& sdk) {
+  TempDirectory temp;
+  fs::path source = temp / "my_lib.metal";
+  fs::path air = temp / "my_lib.air";
+  fs::path metallib = temp / "my_lib.metallib";
+  internal::write_file_atomically(source, code);
+  std::string standard = is_ios(sdk) ? "-std=ios-metal2.3" : "-std=macos-metal2.3";
+  check("Metal compilation error:", {.argv = {"xcrun", "-sdk", sdk, "metal", standard, "-O3", "-c",
+                                              source.string(), "-o", air.string()}});
+  check("Metal library error:",
+        {.argv = {"xcrun", "-sdk", sdk, "metallib", air.string(), "-o", metallib.string()}});
+  std::string bytes = read_file(metallib);
+  if (!output.empty()) internal::write_file_atomically(output, bytes);
+  return bytes;
+}
+
+fs::path compile_coreml(const fs::path& model, const std::string& model_name,
+                        const fs::path& out_dir) {
+  std::error_code ec;
+  if (!fs::is_regular_file(model, ec)) {
+    throw FileNotFound(fmt::format("compile_coreml: no model at {}", model.string()));
+  }
+  check("Core ML compilation error:",
+        {.argv = {"xcrun", "coremlcompiler", "compile", model.string(), out_dir.string()}});
+  fs::path compiled = out_dir / (model_name + ".mlmodelc");
+  if (!fs::exists(compiled, ec)) {
+    throw FileNotFound(fmt::format("coremlcompiler did not produce {}", compiled.string()));
+  }
+  return compiled;
+}
+
+}  // namespace kiln::xcode
