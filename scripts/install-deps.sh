@@ -32,6 +32,7 @@ packages=(
   googletest libgtest-dev libbenchmark-dev
   ccache distcc
   rocm-device-libs clang-15 lld-15
+  emscripten
 )
 
 missing=()

@@ -1,0 +1,36 @@
+// Emscripten for tvmjs, as tvm.support.emcc: link TVM's WebAssembly runtime libraries with the
+// generated objects into one standalone .wasm module.
+#pragma once
+
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace kiln::emcc {
+
+// `name` under <root>/web/dist/wasm, then <root>/web/dist, where root is `root`, else $TVM_HOME.
+// std::nullopt when absent and `optional`; otherwise FileNotFound naming the directories.
+std::optional<std::filesystem::path> find_wasm_lib(const std::string& name, bool optional = false,
+                                                   const std::filesystem::path& root = {});
+
+struct WasmOptions {
+  std::vector<std::string> options{};  // after the objects
+  std::string cc = "emcc";
+  std::vector<std::filesystem::path> libs{};  // each must exist
+  std::filesystem::path root{};               // where the runtime libraries are; empty: $TVM_HOME
+};
+
+// `emcc -O3 -std=c++17 --no-entry -s WASM_BIGINT=1 -s ERROR_ON_UNDEFINED_SYMBOLS=0
+// -s STANDALONE_WASM=1 -s ALLOW_MEMORY_GROWTH=1 -s TOTAL_MEMORY=160MB -o output` then the
+// runtime libraries (wasm_runtime.bc unless an object is one, tvmjs_support.bc,
+// webgpu_runtime.bc), `libs`, the objects and the options. Throws FileNotFound for a missing lib
+// or runtime library, ToolFailed("Compilation error:") when emcc fails.
+void create_tvmjs_wasm(const std::filesystem::path& output,
+                       const std::vector<std::filesystem::path>& objects,
+                       const WasmOptions& options = {});
+
+// The seed's object_format for create_tvmjs_wasm.
+inline constexpr const char* kObjectFormat = "bc";
+
+}  // namespace kiln::emcc

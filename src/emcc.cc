@@ -1,0 +1,65 @@
+#include "kiln/emcc.h"
+
+#include <fmt/format.h>
+
+#include "kiln/error.h"
+#include "kiln/process.h"
+
+namespace kiln::emcc {
+
+namespace fs = std::filesystem;
+
+std::optional<fs::path> find_wasm_lib(const std::string& name, bool optional,
+                                      const fs::path& root) {
+  fs::path base = root;
+  if (base.empty()) {
+    const char* home = std::getenv("TVM_HOME");  // NOLINT(concurrency-mt-unsafe): read-only use
+    if (home == nullptr || *home == '\0') {
+      if (optional) return std::nullopt;
+      throw FileNotFound(fmt::format(
+          "Cannot find library {}: TVM_HOME is not set (it should hold web/dist/wasm/{})", name,
+          name));
+    }
+    base = home;
+  }
+  const fs::path dirs[] = {base / "web" / "dist" / "wasm", base / "web" / "dist"};
+  std::error_code ec;
+  for (const fs::path& dir : dirs) {
+    if (fs::is_regular_file(dir / name, ec)) return dir / name;
+  }
+  if (optional) return std::nullopt;
+  throw FileNotFound(
+      fmt::format("Cannot find library {} in [{}, {}]", name, dirs[0].string(), dirs[1].string()));
+}
+
+void create_tvmjs_wasm(const fs::path& output, const std::vector<fs::path>& objects,
+                       const WasmOptions& options) {
+  std::vector<std::string> argv = {options.cc,   "-O3",
+                                   "-std=c++17", "--no-entry",
+                                   "-s",         "WASM_BIGINT=1",
+                                   "-s",         "ERROR_ON_UNDEFINED_SYMBOLS=0",
+                                   "-s",         "STANDALONE_WASM=1",
+                                   "-s",         "ALLOW_MEMORY_GROWTH=1",
+                                   "-s",         "TOTAL_MEMORY=160MB"};
+  bool with_runtime = false;
+  for (const fs::path& object : objects) {
+    with_runtime = with_runtime || object.string().find("wasm_runtime.bc") != std::string::npos;
+  }
+  std::vector<fs::path> libs;
+  if (!with_runtime) libs.push_back(*find_wasm_lib("wasm_runtime.bc", false, options.root));
+  libs.push_back(*find_wasm_lib("tvmjs_support.bc", false, options.root));
+  libs.push_back(*find_wasm_lib("webgpu_runtime.bc", false, options.root));
+  std::error_code ec;
+  for (const fs::path& lib : options.libs) {
+    if (!fs::exists(lib, ec))
+      throw FileNotFound(fmt::format("Cannot find library: {}", lib.string()));
+    libs.push_back(lib);
+  }
+  argv.insert(argv.end(), {"-o", output.string()});
+  for (const fs::path& lib : libs) argv.push_back(lib.string());
+  for (const fs::path& object : objects) argv.push_back(object.string());
+  argv.insert(argv.end(), options.options.begin(), options.options.end());
+  check("Compilation error:", {.argv = argv});
+}
+
+}  // namespace kiln::emcc
