@@ -125,12 +125,9 @@ std::string describe_text(const Description& d) {
 }
 
 std::string describe_json(const Description& d) {
-  nlohmann::json j{{"version", d.version},
-                   {"git_commit", d.git_commit},
-                   {"compiler", d.compiler},
-                   {"platform", d.platform},
-                   {"options", d.options},
-                   {"callbacks", callbacks::names()}};
+  nlohmann::json j{{"version", d.version},   {"git_commit", d.git_commit},
+                   {"compiler", d.compiler}, {"platform", d.platform},
+                   {"options", d.options},   {"callbacks", callbacks::names()}};
   return j.dump(2) + "\n";
 }
 
