@@ -23,15 +23,6 @@ Cache open_in(const fs::path& dir, std::uint64_t max_bytes = std::uint64_t{1} <<
   return Cache::open({.directory = dir, .max_bytes = max_bytes, .enabled = true});
 }
 
-std::string error_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "no error";
-}
-
 TEST(CacheKey, LengthPrefixedAndHex) {
   std::string k = cache_key({"ab", "c"});
   EXPECT_EQ(k.size(), 32u);
@@ -103,15 +94,16 @@ TEST(Cache, RefusesADirectoryOthersCanWriteOrOwn) {
   TempDirectory dir;
   fs::create_directory(dir / "shared");
   ::chmod((dir / "shared").c_str(), 0777);
-  std::string open_error = error_of([&] { open_in(dir / "shared"); });
+  std::string open_error = testing::error_of([&] { open_in(dir / "shared"); });
   EXPECT_NE(open_error.find("writable by everyone"), std::string::npos) << open_error;
   EXPECT_NE(open_error.find("chmod 700"), std::string::npos) << open_error;
   ::chmod((dir / "shared").c_str(), 0770);
-  EXPECT_NE(error_of([&] { open_in(dir / "shared"); }).find("writable by its group"),
+  EXPECT_NE(testing::error_of([&] { open_in(dir / "shared"); }).find("writable by its group"),
             std::string::npos);
   fs::create_directory(dir / "real");
   fs::create_directory_symlink(dir / "real", dir / "link");
-  EXPECT_NE(error_of([&] { open_in(dir / "link"); }).find("not a directory"), std::string::npos);
+  EXPECT_NE(testing::error_of([&] { open_in(dir / "link"); }).find("not a directory"),
+            std::string::npos);
   fs::create_directory(dir / "readable");
   ::chmod((dir / "readable").c_str(), 0755);
   open_in(dir / "readable");
@@ -121,7 +113,7 @@ TEST(Cache, RefusesADirectoryOthersCanWriteOrOwn) {
   fs::create_directory(dir / "theirs", dir.path());
   ::chmod((dir / "theirs").c_str(), 0700);
   ASSERT_EQ(::chown((dir / "theirs").c_str(), 65534, 65534), 0);
-  std::string theirs = error_of([&] { open_in(dir / "theirs"); });
+  std::string theirs = testing::error_of([&] { open_in(dir / "theirs"); });
   EXPECT_NE(theirs.find("belongs to uid 65534"), std::string::npos) << theirs;
 }
 

@@ -22,15 +22,6 @@ void write(const fs::path& path, const std::string& text = "") {
   std::ofstream(path) << text;
 }
 
-std::string error_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "no error";
-}
-
 TEST(CudaVersion, ReadsEachVersionFileLayout) {
   TempDirectory plain, debian, json;
   write(plain / "version.txt", "CUDA Version 11.2.67\n");
@@ -45,8 +36,9 @@ TEST(CudaVersion, ReadsEachVersionFileLayout) {
 TEST(CudaVersion, BadFilesAndNothingAtAllAreErrorsThatSayWhere) {
   TempDirectory bad, empty;
   write(bad / "version.txt", "CUDA Version unknown\n");
-  EXPECT_NE(error_of([&] { get_cuda_version(bad.path()); }).find("version.txt"), std::string::npos);
-  std::string nothing = error_of([&] { get_cuda_version(empty.path()); });
+  EXPECT_NE(testing::error_of([&] { get_cuda_version(bad.path()); }).find("version.txt"),
+            std::string::npos);
+  std::string nothing = testing::error_of([&] { get_cuda_version(empty.path()); });
   EXPECT_NE(nothing.find("version.json"), std::string::npos) << nothing;
   EXPECT_NE(nothing.find("bin/nvcc"), std::string::npos) << nothing;
 }
@@ -156,7 +148,7 @@ TEST(Nvshmem, VersionedIncludeDirsAndTheWheelLayout) {
 TEST(Nvshmem, NotFoundListsTheRootsAndTheFix) {
   TempDirectory empty;
   ScopedEnv nvshmem("NVSHMEM_HOME", empty.path().string());
-  std::string message = error_of([] { find_nvshmem_paths(); });
+  std::string message = testing::error_of([] { find_nvshmem_paths(); });
   if (message == "no error") GTEST_SKIP() << "this machine has NVSHMEM under /usr or /usr/local";
   EXPECT_NE(message.find("Could not find NVSHMEM"), std::string::npos) << message;
   EXPECT_NE(message.find("  - " + empty.path().string()), std::string::npos) << message;
@@ -176,7 +168,7 @@ TEST(ComputeVersion, ArchSpellings) {
   EXPECT_EQ(parse_compute_version("8.6"), (std::pair{8, 6}));
   EXPECT_EQ(parse_compute_version("9.0.a"), (std::pair{9, 0}));
   for (const char* bad : {"8", "x.y", "8.", ".6", ""}) {
-    std::string message = error_of([&] { parse_compute_version(bad); });
+    std::string message = testing::error_of([&] { parse_compute_version(bad); });
     EXPECT_NE(message.find("Compute version parsing error"), std::string::npos) << bad;
   }
 }
@@ -205,7 +197,7 @@ TEST(ComputeVersion, NoArchAndNoDeviceAsksForAnArch) {
   std::string why;
   if (device_compute_version(&why)) GTEST_SKIP() << "this machine has a CUDA device";
   EXPECT_FALSE(why.empty());
-  std::string message = error_of([] { get_target_compute_version(); });
+  std::string message = testing::error_of([] { get_target_compute_version(); });
   EXPECT_NE(message.find(why), std::string::npos) << message;
   EXPECT_NE(message.find("-arch=sm_xx"), std::string::npos) << message;
 }
@@ -217,7 +209,7 @@ TEST(ShellWords, SplitsLikeAShellWithoutRunningOne) {
   EXPECT_EQ(split_shell_words(R"(-D'A B' "-DC=\"d\"" e\ f $(x) ;)", "X"),
             (std::vector<std::string>{"-DA B", "-DC=\"d\"", "e f", "$(x)", ";"}));
   EXPECT_TRUE(split_shell_words("", "X").empty());
-  EXPECT_NE(error_of([] {
+  EXPECT_NE(testing::error_of([] {
               split_shell_words("'open", "TVM_CUDA_PTXAS_EXTRA_OPTS");
             }).find("TVM_CUDA_PTXAS_EXTRA_OPTS: an unterminated single quote"),
             std::string::npos);

@@ -126,6 +126,15 @@ int pool_parent(const std::string& ready_path) {
 
 }  // namespace
 
+std::string error_of(const std::function<void()>& fn) {
+  try {
+    fn();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
 std::string self_exe() { return fs::read_symlink("/proc/self/exe").string(); }
 
 std::vector<std::string> child_argv(const std::string& mode, const std::vector<std::string>& args) {

@@ -6,6 +6,7 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -42,6 +43,9 @@ bool process_gone(pid_t pid);
 
 // Polls process_gone(pid) for up to `timeout_ms`.
 bool wait_process_gone(pid_t pid, int timeout_ms);
+
+// The message of the kiln::Error `fn` throws, or "no error".
+std::string error_of(const std::function<void()>& fn);
 
 // Sets (or, with std::nullopt, unsets) one environment variable for a scope, then restores it.
 class ScopedEnv {
