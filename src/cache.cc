@@ -15,6 +15,7 @@
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
+#include "internal/files.h"
 #include "kiln/error.h"
 
 namespace kiln {
@@ -26,11 +27,7 @@ namespace fs = std::filesystem;
 constexpr std::string_view kMagic = "kiln-cache-1\n";
 constexpr size_t kHashHex = 32;
 
-std::optional<std::string> env(const char* name) {
-  const char* value = std::getenv(name);  // NOLINT(concurrency-mt-unsafe): read-only use
-  if (value == nullptr || *value == '\0') return std::nullopt;
-  return std::string(value);
-}
+using internal::env;
 
 std::string hex128(const void* data, size_t size) {
   XXH128_hash_t h = XXH3_128bits(data, size);

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "internal/files.h"
 #include "kiln/error.h"
 #include "kiln/paths.h"
 #include "kiln/process.h"
@@ -20,14 +21,6 @@ std::optional<int> built_with_llvm_major() {
   std::string_view id = KILN_CXX_COMPILER_ID;
   if (id != "Clang") return std::nullopt;
   return std::stoi(std::string(KILN_CXX_COMPILER_VERSION));
-}
-
-std::string read_file(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw FileNotFound(fmt::format("cannot read '{}'", path.string()));
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
 }
 
 }  // namespace
@@ -69,7 +62,7 @@ std::string create_llvm(const std::vector<std::string>& inputs, const LlvmOption
     argv.push_back(source.string());
   }
   check("Compilation error:", {.argv = argv});
-  return read_file(output);
+  return internal::read_file(output);
 }
 
 }  // namespace kiln::clang

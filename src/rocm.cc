@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "internal/files.h"
 #include "kiln/cuda.h"
 #include "kiln/error.h"
 #include "kiln/paths.h"
@@ -35,23 +36,9 @@ constexpr std::string_view kBitcodeNames[] = {"oclc_daz_opt_on",
                                               "oclc_wavefrontsize64_on",
                                               "oclc_abi_version_500"};
 
-bool is_dir(const fs::path& p) {
-  std::error_code ec;
-  return fs::is_directory(p, ec);
-}
-
-bool is_file(const fs::path& p) {
-  std::error_code ec;
-  return fs::is_regular_file(p, ec);
-}
-
-std::string read_file(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw FileNotFound(fmt::format("cannot read '{}'", path.string()));
-  std::ostringstream bytes;
-  bytes << in.rdbuf();
-  return bytes.str();
-}
+using internal::is_dir;
+using internal::is_file;
+using internal::read_file;
 
 fs::path default_bitcode_dir() {
   std::vector<fs::path> candidates;

@@ -23,14 +23,6 @@ std::string trimmed(const std::string& text) {
 
 bool is_ios(const std::string& sdk) { return sdk == "iphoneos" || sdk == "iphonesimulator"; }
 
-std::string read_file(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw FileNotFound(fmt::format("the tool wrote no {}", path.string()));
-  std::ostringstream bytes;
-  bytes << in.rdbuf();
-  return bytes.str();
-}
-
 }  // namespace
 
 std::string xcrun(const std::vector<std::string>& args) {
@@ -70,7 +62,7 @@ std::string compile_metal(const std::string& code, const fs::path& output, const
                                               source.string(), "-o", air.string()}});
   check("Metal library error:",
         {.argv = {"xcrun", "-sdk", sdk, "metallib", air.string(), "-o", metallib.string()}});
-  std::string bytes = read_file(metallib);
+  std::string bytes = internal::read_file(metallib, "the tool wrote no");
   if (!output.empty()) internal::write_file_atomically(output, bytes);
   return bytes;
 }

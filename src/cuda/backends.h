@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "internal/files.h"
 #include "kiln/cache.h"
 #include "kiln/cuda.h"
 
@@ -46,7 +47,7 @@ NvrtcOutput run_nvrtc(const std::string& code, const std::string& source,
 std::string compile_with_nvcc(const Request& request);
 
 // A non-empty environment variable.
-std::optional<std::string> env(const char* name);
+using kiln::internal::env;
 // What ptxas gets from both backends: -v, --register-usage-level=<TVM_CUDA_PTXAS_REG_LEVEL or
 // 10>, --warn-on-local-memory-usage, then the TVM_CUDA_PTXAS_EXTRA_OPTS words.
 std::vector<std::string> ptxas_flags();

@@ -18,12 +18,6 @@
 namespace kiln::cuda {
 namespace internal {
 
-std::optional<std::string> env(const char* name) {
-  const char* value = std::getenv(name);  // NOLINT(concurrency-mt-unsafe): read-only use
-  if (value == nullptr || *value == '\0') return std::nullopt;
-  return std::string(value);
-}
-
 std::vector<std::string> ptxas_flags() {
   std::vector<std::string> flags = {
       "-v", "--register-usage-level=" + env("TVM_CUDA_PTXAS_REG_LEVEL").value_or("10"),

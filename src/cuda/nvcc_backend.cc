@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "cuda/backends.h"
+#include "internal/files.h"
 #include "kiln/cuda.h"
 #include "kiln/error.h"
 #include "kiln/process.h"
@@ -21,14 +22,6 @@ void write_file(const fs::path& path, std::string_view bytes) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
   if (!out.flush()) throw FileNotFound("cannot write " + path.string());
-}
-
-std::string read_file(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw FileNotFound("the compiler wrote no " + path.string());
-  std::ostringstream bytes;
-  bytes << in.rdbuf();
-  return bytes.str();
 }
 
 // Runs one stage; a failure carries the source and the tool's output, as the seed's does.
@@ -127,7 +120,7 @@ std::string compile_with_nvcc(const Request& request) {
                "nvshmem_device", "-l", "cudadevrt", "-o", cubin.string(), target.string()});
     target = cubin;
   }
-  std::string bytes = read_file(target);
+  std::string bytes = kiln::internal::read_file(target, "the compiler wrote no");
   if (request.cache != nullptr) request.cache->put(key, bytes);
   return bytes;
 }

@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "internal/files.h"
 #include "kiln/cuda.h"
 #include "kiln/error.h"
 #include "kiln/paths.h"
@@ -21,28 +22,10 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::optional<std::string> env(const char* name) {
-  const char* value = std::getenv(name);  // NOLINT(concurrency-mt-unsafe): read-only use
-  if (value == nullptr || *value == '\0') return std::nullopt;
-  return std::string(value);
-}
-
-bool is_file(const fs::path& p) {
-  std::error_code ec;
-  return fs::is_regular_file(p, ec);
-}
-
-bool is_dir(const fs::path& p) {
-  std::error_code ec;
-  return fs::is_directory(p, ec);
-}
-
-std::string read_text(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
+using kiln::internal::env;
+using kiln::internal::is_dir;
+using kiln::internal::is_file;
+using kiln::internal::read_file;
 
 std::optional<int> to_int(std::string_view digits) {
   int value = 0;
@@ -104,7 +87,7 @@ CudaVersion get_cuda_version(const fs::path& given) {
   fs::path cuda = given.empty() ? find_cuda_path() : given;
   for (const fs::path& file : {cuda / "version.txt", cuda / "lib" / "cuda" / "version.txt"}) {
     if (!is_file(file)) continue;
-    std::istringstream words(read_text(file));
+    std::istringstream words(read_file(file));
     std::string last;
     for (std::string word; words >> word;) last = word;
     if (std::optional<CudaVersion> v = parse_version(last)) return *v;
@@ -112,7 +95,7 @@ CudaVersion get_cuda_version(const fs::path& given) {
         fmt::format("Cannot read cuda version: {} holds '{}', not a version", file.string(), last));
   }
   if (fs::path file = cuda / "version.json"; is_file(file)) {
-    nlohmann::json doc = nlohmann::json::parse(read_text(file), nullptr, false);
+    nlohmann::json doc = nlohmann::json::parse(read_file(file), nullptr, false);
     if (doc.is_object() && doc.contains("cuda") && doc["cuda"].is_object() &&
         doc["cuda"].contains("version") && doc["cuda"]["version"].is_string()) {
       if (auto v = parse_version(doc["cuda"]["version"].get<std::string>())) return *v;

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <fstream>
+#include <sstream>
 
 #include <fmt/format.h>
 
@@ -40,6 +41,24 @@ void write_file_atomically(const fs::path& path, std::string_view bytes) {
   }
   fs::remove(temp, ec);
   throw FileNotFound("cannot write " + path.string());
+}
+
+std::string read_file(const fs::path& path, std::string_view missing) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw FileNotFound(fmt::format("{} '{}'", missing, path.string()));
+  std::ostringstream bytes;
+  bytes << in.rdbuf();
+  return bytes.str();
+}
+
+bool is_file(const fs::path& path) {
+  std::error_code ec;
+  return fs::is_regular_file(path, ec);
+}
+
+bool is_dir(const fs::path& path) {
+  std::error_code ec;
+  return fs::is_directory(path, ec);
 }
 
 }  // namespace kiln::internal

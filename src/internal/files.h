@@ -1,7 +1,10 @@
 // Putting a finished file where it belongs, whole or not at all.
 #pragma once
 
+#include <cstdlib>
 #include <filesystem>
+#include <optional>
+#include <string>
 #include <string_view>
 
 namespace kiln::internal {
@@ -13,5 +16,20 @@ void move_into_place(const std::filesystem::path& from, const std::filesystem::p
 // Writes `bytes` to a temporary file beside `path`, then renames it over `path`; on failure
 // removes the temporary file and throws FileNotFound naming `path`.
 void write_file_atomically(const std::filesystem::path& path, std::string_view bytes);
+
+// The whole file; throws FileNotFound("<missing> '<path>'") when it cannot be opened, so a caller
+// can say what the missing file means ("the compiler wrote no").
+std::string read_file(const std::filesystem::path& path, std::string_view missing = "cannot read");
+
+// Whether `path` is a regular file / a directory (following symlinks); false on any error.
+bool is_file(const std::filesystem::path& path);
+bool is_dir(const std::filesystem::path& path);
+
+// The value of an environment variable, std::nullopt when it is unset or empty.
+inline std::optional<std::string> env(const char* name) {
+  const char* value = std::getenv(name);  // NOLINT(concurrency-mt-unsafe): read-only use
+  if (value == nullptr || *value == '\0') return std::nullopt;
+  return std::string(value);
+}
 
 }  // namespace kiln::internal
