@@ -83,6 +83,16 @@ struct CudaVersion {
 // The toolkit's version: version.txt (its last token), Debian's lib/cuda/version.txt,
 // version.json ("cuda": {"version": ...}), then `nvcc --version`. Empty path: find_cuda_path().
 CudaVersion get_cuda_version(const std::filesystem::path& cuda_path = {});
+// The version a toolkit's files say (version.txt, lib/cuda/version.txt, version.json), or
+// std::nullopt when it has none; Error when one holds no version.
+std::optional<CudaVersion> cuda_version_from_files(const std::filesystem::path& cuda_path);
+// What `nvcc --version` says ("release 13.0, V13.0.88" -> 13.0.88); std::nullopt (and why) when
+// nvcc cannot run or names no version.
+std::optional<CudaVersion> nvcc_version(const std::filesystem::path& nvcc,
+                                        std::string* why_not = nullptr);
+// The newest CUDA version the installed driver supports (cuDriverGetVersion: 12020 -> 12.2.0);
+// std::nullopt (and why) when there is no driver.
+std::optional<CudaVersion> driver_cuda_version(std::string* why_not = nullptr);
 
 struct NvshmemPaths {
   std::filesystem::path include_dir;  // holds nvshmem.h

@@ -22,9 +22,15 @@ struct Finding {
   std::string fix;      // what to do about it ("" when nothing)
 };
 
-// Every check, in a fixed order. (Issue 7 in progress: the LLVM, CUDA, submodule and library
-// checks, and their --source/--library/--llvm-config inputs, are still to come.)
-std::vector<Finding> run_checks();
+struct Options {
+  std::filesystem::path llvm_config;  // the llvm-config to judge; "" = the first on PATH
+  std::filesystem::path source;       // a git checkout whose submodules to check; "" = none
+  std::filesystem::path library;      // a built shared library to check; "" = none
+};
+
+// Every check, in a fixed order: C++ compiler, CMake, LLVM, CUDA, Python, parallel jobs, ccache,
+// then the submodules of options.source and the library options.library when given.
+std::vector<Finding> run_checks(const Options& options = {});
 
 // The individual checks (run_checks calls these).
 Finding check_cxx_compiler();
@@ -32,6 +38,17 @@ Finding check_cmake();
 Finding check_python();
 Finding check_parallel_jobs();
 Finding check_ccache();
+// The selected llvm-config (version >= 14, headers present), whether clang / ld.lld / llvm-config
+// on PATH are one LLVM major, and how many LLVM installations there are: up to three findings.
+std::vector<Finding> check_llvm(const std::filesystem::path& llvm_config = {});
+// nvcc on PATH (its real toolkit), $CUDA_PATH and /usr/local/cuda: one version, their version
+// files agreeing with their nvcc, and no newer than the driver when one is installed.
+std::vector<Finding> check_cuda();
+// Each submodule (recursively) at the commit the superproject's index records.
+std::vector<Finding> check_submodules(const std::filesystem::path& source);
+// A built shared library: its DT_NEEDED, a dynamic libLLVM, symbols nothing it loads defines,
+// and symbol versions (GLIBCXX_, CXXABI_, GLIBC_) its libraries lack.
+std::vector<Finding> check_library(const std::filesystem::path& library);
 
 // The -j the guide recommends: max(1, min(cores, available memory / 3 GiB)).
 int recommended_jobs(unsigned cores, unsigned long long available_bytes);

@@ -83,8 +83,7 @@ fs::path find_cuda_path() {
       "/usr/local/cuda/bin/nvcc does not exist");
 }
 
-CudaVersion get_cuda_version(const fs::path& given) {
-  fs::path cuda = given.empty() ? find_cuda_path() : given;
+std::optional<CudaVersion> cuda_version_from_files(const fs::path& cuda) {
   for (const fs::path& file : {cuda / "version.txt", cuda / "lib" / "cuda" / "version.txt"}) {
     if (!is_file(file)) continue;
     std::istringstream words(read_file(file));
@@ -103,14 +102,17 @@ CudaVersion get_cuda_version(const fs::path& given) {
     throw Error(fmt::format("Cannot read cuda version: {} has no \"cuda\": {{\"version\": ...}}",
                             file.string()));
   }
-  fs::path nvcc = cuda / "bin" / "nvcc";
-  std::string tried =
-      fmt::format("no version.txt, lib/cuda/version.txt or version.json in {}", cuda.string());
-  if (!is_file(nvcc)) {
-    throw FileNotFound(
-        fmt::format("Cannot read cuda version: {}, and no {}", tried, nvcc.string()));
+  return std::nullopt;
+}
+
+std::optional<CudaVersion> nvcc_version(const fs::path& nvcc, std::string* why_not) {
+  RunResult result;
+  try {
+    result = run({.argv = {nvcc.string(), "--version"}, .timeout = std::chrono::seconds(60)});
+  } catch (const CannotRunTool& e) {
+    if (why_not != nullptr) *why_not = e.what();
+    return std::nullopt;
   }
-  RunResult result = run({.argv = {nvcc.string(), "--version"}});
   if (result.ok()) {
     std::istringstream lines(result.output);
     for (std::string line; std::getline(lines, line);) {
@@ -124,8 +126,26 @@ CudaVersion get_cuda_version(const fs::path& given) {
       }
     }
   }
-  throw Error(fmt::format("Cannot read cuda version: {}, and `{} --version` gave {}:\n{}", tried,
-                          nvcc.string(), result.status_text(), result.output));
+  if (why_not != nullptr) {
+    *why_not = fmt::format("`{} --version` gave {}:\n{}", nvcc.string(), result.status_text(),
+                           result.output);
+  }
+  return std::nullopt;
+}
+
+CudaVersion get_cuda_version(const fs::path& given) {
+  fs::path cuda = given.empty() ? find_cuda_path() : given;
+  if (std::optional<CudaVersion> v = cuda_version_from_files(cuda)) return *v;
+  fs::path nvcc = cuda / "bin" / "nvcc";
+  std::string tried =
+      fmt::format("no version.txt, lib/cuda/version.txt or version.json in {}", cuda.string());
+  if (!is_file(nvcc)) {
+    throw FileNotFound(
+        fmt::format("Cannot read cuda version: {}, and no {}", tried, nvcc.string()));
+  }
+  std::string why;
+  if (std::optional<CudaVersion> v = nvcc_version(nvcc, &why)) return *v;
+  throw Error(fmt::format("Cannot read cuda version: {}, and {}", tried, why));
 }
 
 NvshmemPaths find_nvshmem_paths() {
@@ -270,6 +290,26 @@ bool have_fp8(std::string_view v) {
 }
 bool have_fp4(std::string_view v) { return parse_compute_version(v) == std::pair{10, 0}; }
 bool have_cudagraph() { return get_cuda_version() >= CudaVersion{10, 0, 0}; }
+
+std::optional<CudaVersion> driver_cuda_version(std::string* why_not) {
+  // The driver stays loaded once found: unloading it is not supported by NVIDIA.
+  void* driver = ::dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (driver == nullptr) {
+    const char* error = ::dlerror();
+    if (why_not != nullptr) {
+      *why_not = fmt::format("no CUDA driver: {}", error != nullptr ? error : "libcuda.so.1");
+    }
+    return std::nullopt;
+  }
+  using GetVersion = int (*)(int*);
+  auto get = reinterpret_cast<GetVersion>(::dlsym(driver, "cuDriverGetVersion"));
+  int version = 0;
+  if (get == nullptr || get(&version) != 0 || version <= 0) {
+    if (why_not != nullptr) *why_not = "the CUDA driver library did not say its CUDA version";
+    return std::nullopt;
+  }
+  return CudaVersion{version / 1000, (version % 1000) / 10, 0};
+}
 
 std::optional<std::string> device_compute_version(std::string* why_not) {
   auto fail = [why_not](std::string why) -> std::optional<std::string> {

@@ -1,6 +1,8 @@
-// kiln doctor [--json]: the build-environment checks, as a table or as JSON.
+// kiln doctor [--json] [--source DIR] [--library FILE] [--llvm-config PATH]: the build-environment
+// checks, as a table or as JSON.
 #include <unistd.h>
 
+#include <algorithm>
 #include <iostream>
 #include <memory>
 
@@ -26,12 +28,19 @@ std::string coloured(doctor::Status status, bool colour) {
 
 void add_doctor(CLI::App& app, int* status) {
   auto json = std::make_shared<bool>(false);
+  auto options = std::make_shared<doctor::Options>();
   CLI::App* sub = app.add_subcommand(
       "doctor", "Check this machine for the TVM build guide's traps (exit 1 when any FAILs)");
   sub->add_flag("--json", *json, "Print a JSON array of {check, status, finding, fix}");
-  sub->callback([json, status] {
+  sub->add_option("--source", options->source,
+                  "A git checkout (e.g. of TVM): check each submodule's commit");
+  sub->add_option("--library", options->library,
+                  "A built shared library (e.g. build/libtvm.so): check what it needs");
+  sub->add_option("--llvm-config", options->llvm_config,
+                  "The llvm-config to judge (default: the first on PATH)");
+  sub->callback([json, options, status] {
     require_no_passthrough("doctor");
-    std::vector<doctor::Finding> findings = doctor::run_checks();
+    std::vector<doctor::Finding> findings = doctor::run_checks(*options);
     bool failed = false;
     if (*json) {
       nlohmann::json list = nlohmann::json::array();
@@ -44,9 +53,12 @@ void add_doctor(CLI::App& app, int* status) {
       std::cout << list.dump(2) << "\n";
     } else {
       bool colour = ::isatty(STDOUT_FILENO) != 0;
+      size_t width = 0;
+      for (const auto& f : findings) width = std::max(width, f.check.size());
       for (const auto& f : findings) {
-        std::cout << fmt::format("{:<14} {}  {}\n", f.check, coloured(f.status, colour), f.finding);
-        if (!f.fix.empty()) std::cout << fmt::format("{:<14}       fix: {}\n", "", f.fix);
+        std::cout << fmt::format("{:<{}}  {}  {}\n", f.check, width, coloured(f.status, colour),
+                                 f.finding);
+        if (!f.fix.empty()) std::cout << fmt::format("{:<{}}        fix: {}\n", "", width, f.fix);
       }
     }
     for (const auto& f : findings) failed = failed || f.status == doctor::Status::fail;

@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "doctor/support.h"
 #include "kiln/cc.h"
 #include "kiln/error.h"
 #include "kiln/paths.h"
@@ -21,16 +22,8 @@ namespace fs = std::filesystem;
 
 constexpr unsigned long long kGiB = 1ULL << 30;
 
-std::string first_line(const std::string& text) { return text.substr(0, text.find('\n')); }
-
-// `program --version`, or std::nullopt when it cannot run.
-std::optional<RunResult> version_of(const std::string& program) {
-  try {
-    return run({.argv = {program, "--version"}, .timeout = std::chrono::seconds(20)});
-  } catch (const CannotRunTool&) {
-    return std::nullopt;
-  }
-}
+using detail::first_line;
+using detail::version_of;
 
 unsigned long long available_memory() {
   std::ifstream meminfo("/proc/meminfo");
@@ -199,9 +192,20 @@ Finding check_ccache() {
   return f;
 }
 
-std::vector<Finding> run_checks() {
-  return {check_cxx_compiler(), check_cmake(), check_python(), check_parallel_jobs(),
-          check_ccache()};
+std::vector<Finding> run_checks(const Options& options) {
+  std::vector<Finding> findings{check_cxx_compiler(), check_cmake()};
+  auto append = [&findings](std::vector<Finding> more) {
+    findings.insert(findings.end(), std::make_move_iterator(more.begin()),
+                    std::make_move_iterator(more.end()));
+  };
+  append(check_llvm(options.llvm_config));
+  append(check_cuda());
+  findings.push_back(check_python());
+  findings.push_back(check_parallel_jobs());
+  findings.push_back(check_ccache());
+  if (!options.source.empty()) append(check_submodules(options.source));
+  if (!options.library.empty()) append(check_library(options.library));
+  return findings;
 }
 
 }  // namespace kiln::doctor

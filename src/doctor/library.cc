@@ -1,0 +1,303 @@
+// The library check: what a built shared library (libtvm.so) needs, found the way the dynamic
+// linker would find it, and what of that is missing: libraries, symbols (as immediate binding
+// would resolve them), and symbol versions (the guide's old-libstdc++ case). ELF is read with
+// kiln's own reader (kiln/elf_dynamic.h), never from ldd's text.
+#include <cxxabi.h>
+#include <elf.h>
+#include <glob.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <deque>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <set>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "doctor/support.h"
+#include "internal/files.h"
+#include "internal/path_list.h"
+#include "kiln/doctor.h"
+#include "kiln/elf_dynamic.h"
+#include "kiln/error.h"
+
+namespace kiln::doctor {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Loaded {
+  fs::path path;
+  ElfDynamicInfo info;
+};
+
+std::string demangle(const std::string& name) {
+  int status = 0;
+  std::unique_ptr<char, decltype(&std::free)> text(
+      abi::__cxa_demangle(name.c_str(), nullptr, nullptr, &status), &std::free);
+  return status == 0 && text ? std::string(text.get()) : name;
+}
+
+// The directories /etc/ld.so.conf names (following its `include` globs): what ldconfig caches.
+void read_ld_so_conf(const fs::path& file, std::vector<std::string>& dirs, int depth = 0) {
+  std::ifstream in(file);
+  for (std::string line; depth < 8 && std::getline(in, line);) {
+    line = line.substr(0, line.find('#'));
+    line.erase(0, line.find_first_not_of(" \t"));
+    line.erase(line.find_last_not_of(" \t\r") + 1);
+    if (line.empty()) continue;
+    if (line.starts_with("include") && line.size() > 7 && (line[7] == ' ' || line[7] == '\t')) {
+      std::string pattern = line.substr(8);
+      pattern.erase(0, pattern.find_first_not_of(" \t"));
+      if (!pattern.starts_with('/')) pattern = (file.parent_path() / pattern).string();
+      glob_t matches{};
+      if (::glob(pattern.c_str(), 0, nullptr, &matches) == 0) {
+        for (size_t i = 0; i < matches.gl_pathc; ++i) {
+          read_ld_so_conf(matches.gl_pathv[i], dirs, depth + 1);
+        }
+      }
+      ::globfree(&matches);
+    } else if (line.starts_with('/')) {
+      dirs.push_back(line);
+    }
+  }
+}
+
+std::string multiarch(ElfMachine machine) {
+  switch (machine) {
+    case EM_X86_64:
+      return "x86_64-linux-gnu";
+    case EM_AARCH64:
+      return "aarch64-linux-gnu";
+    case EM_386:
+      return "i386-linux-gnu";
+    default:
+      return "";
+  }
+}
+
+// Resolves DT_NEEDED names as ld.so does: RPATH (when there is no RUNPATH), LD_LIBRARY_PATH,
+// RUNPATH, the ld.so.conf directories, then the default directories; a candidate must be ELF
+// of the same machine and class. $ORIGIN is the directory of the object that needs the library.
+class Resolver {
+ public:
+  explicit Resolver(const ElfDynamicInfo& root) : machine_(root.machine), is_64bit_(root.is_64bit) {
+    if (auto value = internal::env("LD_LIBRARY_PATH")) {
+      for (const std::string& dir : internal::split_path_list(*value)) {
+        if (!dir.empty()) ld_library_path_.push_back(dir);
+      }
+    }
+    read_ld_so_conf("/etc/ld.so.conf", system_);
+    std::string triple = multiarch(machine_);
+    for (const char* base : {"/lib", "/usr/lib"}) {
+      if (!triple.empty()) system_.push_back(fmt::format("{}/{}", base, triple));
+    }
+    for (const char* dir : {"/lib64", "/usr/lib64", "/lib", "/usr/lib"}) system_.emplace_back(dir);
+  }
+
+  std::optional<Loaded> find(const std::string& name, const Loaded& needer) const {
+    if (name.find('/') != std::string::npos) return accept(name);
+    fs::path origin = detail::real_path(needer.path).parent_path();
+    std::vector<std::string> dirs;
+    auto add = [&](const std::vector<std::string>& list) {
+      for (const std::string& dir : list) dirs.push_back(expand_origin(dir, origin));
+    };
+    if (needer.info.runpath.empty()) add(needer.info.rpath);
+    dirs.insert(dirs.end(), ld_library_path_.begin(), ld_library_path_.end());
+    add(needer.info.runpath);
+    dirs.insert(dirs.end(), system_.begin(), system_.end());
+    for (const std::string& dir : dirs) {
+      if (std::optional<Loaded> found = accept((fs::path(dir) / name).lexically_normal())) {
+        return found;
+      }
+    }
+    return std::nullopt;
+  }
+
+ private:
+  static std::string expand_origin(std::string dir, const fs::path& origin) {
+    for (const char* token : {"${ORIGIN}", "$ORIGIN"}) {
+      for (size_t at = dir.find(token); at != std::string::npos; at = dir.find(token)) {
+        dir.replace(at, std::string_view(token).size(), origin.string());
+      }
+    }
+    return dir;
+  }
+
+  std::optional<Loaded> accept(const fs::path& path) const {
+    if (!internal::is_file(path)) return std::nullopt;
+    try {
+      ElfDynamicInfo info = read_elf_dynamic(path);
+      if (info.machine != machine_ || info.is_64bit != is_64bit_) return std::nullopt;
+      return Loaded{path, std::move(info)};
+    } catch (const Error&) {
+      return std::nullopt;  // not ELF, unreadable or malformed: ld.so skips it too
+    }
+  }
+
+  ElfMachine machine_;
+  bool is_64bit_;
+  std::vector<std::string> ld_library_path_;
+  std::vector<std::string> system_;
+};
+
+std::string listed(const std::vector<std::string>& items, size_t most = 12) {
+  std::vector<std::string> shown(items.begin(),
+                                 items.begin() + static_cast<long>(std::min(most, items.size())));
+  std::string text = fmt::format("{}", fmt::join(shown, ", "));
+  if (items.size() > most) text += fmt::format(" and {} more", items.size() - most);
+  return text;
+}
+
+}  // namespace
+
+std::vector<Finding> check_library(const fs::path& library) {
+  Loaded root;
+  try {
+    root = {library, read_elf_dynamic(library)};
+  } catch (const Error& e) {
+    return {{"Library", Status::fail, fmt::format("--library {}: {}", library.string(), e.what()),
+             "pass a built shared library (e.g. --library build/libtvm.so)"}};
+  }
+  std::vector<Finding> findings;
+  std::string name = library.filename().string();
+
+  // Load every library the dynamic linker would, breadth first, once each (by DT_NEEDED name).
+  Resolver resolver(root.info);
+  std::vector<Loaded> loaded{root};
+  std::map<std::string, size_t> by_name;  // DT_NEEDED name -> index in `loaded`
+  std::vector<std::string> missing;
+  std::vector<std::string> resolved;
+  std::set<std::string> tried;
+  for (size_t i = 0; i < loaded.size(); ++i) {
+    std::vector<std::string> needed = loaded[i].info.needed;
+    for (const std::string& need : needed) {
+      if (!tried.insert(need).second) continue;
+      if (std::optional<Loaded> found = resolver.find(need, loaded[i])) {
+        if (i == 0) resolved.push_back(fmt::format("{} => {}", need, found->path.string()));
+        by_name[need] = loaded.size();
+        loaded.push_back(std::move(*found));
+      } else {
+        missing.push_back(fmt::format("{} (needed by {})", need, loaded[i].path.string()));
+      }
+    }
+  }
+
+  Finding needs{"Library", Status::pass, "", ""};
+  needs.finding = fmt::format("{} needs {}{}", library.string(),
+                              root.info.needed.empty() ? "no libraries" : listed(resolved, 40),
+                              root.info.bind_now ? " (linked with immediate binding)" : "");
+  if (!missing.empty()) {
+    needs.status = Status::fail;
+    needs.finding += fmt::format("; not found: {}", listed(missing));
+    needs.fix =
+        "install the missing libraries, or add their directory to the library's RUNPATH "
+        "(-Wl,-rpath) or to LD_LIBRARY_PATH";
+  }
+  findings.push_back(std::move(needs));
+
+  std::vector<std::string> llvm;
+  for (const std::string& need : root.info.needed) {
+    if (need.starts_with("libLLVM")) llvm.push_back(need);
+  }
+  if (!llvm.empty()) {
+    findings.push_back(
+        {"Library LLVM", Status::warn,
+         fmt::format("{} links LLVM dynamically ({}): at run time it gets whichever libLLVM the "
+                     "dynamic linker finds first, and another LLVM's (from PyTorch, Conda or the "
+                     "system) gives undefined symbols or crashes",
+                     name, listed(llvm)),
+         "link LLVM statically: set(USE_LLVM \"/usr/lib/llvm-N/bin/llvm-config --link-static\") "
+         "and rebuild"});
+  }
+
+  // Symbols: what every loaded object defines, by name, with the versions defined.
+  std::map<std::string, std::set<std::string>, std::less<>> defined;
+  for (const Loaded& object : loaded) {
+    for (const ElfSymbol& symbol : object.info.defined) defined[symbol.name].insert(symbol.version);
+  }
+  std::vector<std::string> unresolved;
+  std::string first_unresolved;
+  for (const ElfSymbol& symbol : root.info.undefined) {
+    if (symbol.weak) continue;
+    auto it = defined.find(symbol.name);
+    bool found =
+        it != defined.end() && (symbol.version.empty() || it->second.contains(symbol.version));
+    if (found) continue;
+    if (first_unresolved.empty()) first_unresolved = symbol.name;
+    std::string readable = demangle(symbol.name);
+    std::string text =
+        readable != symbol.name ? fmt::format("{} ({})", symbol.name, readable) : symbol.name;
+    if (!symbol.version.empty()) text += "@" + symbol.version;
+    unresolved.push_back(std::move(text));
+  }
+  if (!unresolved.empty()) {
+    findings.push_back(
+        {"Library symbols", Status::fail,
+         fmt::format("{} undefined symbol{} of {} that no library it loads defines: {} (loading "
+                     "it with immediate binding fails: `undefined symbol: {}`; unless the program "
+                     "loading it defines them)",
+                     unresolved.size(), unresolved.size() == 1 ? "" : "s", name, listed(unresolved),
+                     first_unresolved),
+         "link the library that defines them, or rebuild against the same LLVM and C++ library "
+         "it will run with"});
+  } else {
+    findings.push_back({"Library symbols", Status::pass,
+                        fmt::format("all {} undefined symbols of {} are defined by the libraries "
+                                    "it loads",
+                                    root.info.undefined.size(), name),
+                        ""});
+  }
+
+  // Versions: each version an object needs from a library, against that library's definitions.
+  bool version_problem = false;
+  for (const Loaded& object : loaded) {
+    for (const ElfVersionNeed& need : object.info.version_needs) {
+      auto it = by_name.find(need.file);
+      if (it == by_name.end()) continue;  // reported as a missing library above
+      const Loaded& provider = loaded[it->second];
+      const std::vector<std::string>& offered = provider.info.version_definitions;
+      for (const std::string& version : need.versions) {
+        if (std::find(offered.begin(), offered.end(), version) != offered.end()) continue;
+        version_problem = true;
+        std::string family = version.substr(0, version.find('_') + 1);
+        std::vector<std::string> same_family;
+        for (const std::string& v : offered) {
+          if (v.starts_with(family)) same_family.push_back(v);
+        }
+        std::string newest = same_family.empty() ? "none of that family" : same_family.back();
+        findings.push_back(
+            {"Library versions", Status::fail,
+             fmt::format("{} needs {} from {}, but {} lacks it (its newest {}* is {}): loading "
+                         "fails with `version '{}' not found` (built with a newer compiler or C "
+                         "library than this machine has)",
+                         object.path.string(), version, need.file, provider.path.string(), family,
+                         newest, version),
+             fmt::format("build on (or for) this machine's {}, link libstdc++ statically "
+                         "(-static-libstdc++), or install a newer {} (e.g. a newer GCC's runtime)",
+                         need.file, need.file)});
+      }
+    }
+  }
+  if (!version_problem) {
+    std::vector<std::string> needed_versions;
+    for (const ElfVersionNeed& need : root.info.version_needs) {
+      for (const std::string& v : need.versions) {
+        if (v.starts_with("GLIBCXX_") || v.starts_with("CXXABI_") || v.starts_with("GLIBC_")) {
+          needed_versions.push_back(v);
+        }
+      }
+    }
+    findings.push_back(
+        {"Library versions", Status::pass,
+         fmt::format("every symbol version {} and its libraries need is provided{}", name,
+                     needed_versions.empty() ? "" : " (" + listed(needed_versions, 6) + ")"),
+         ""});
+  }
+  return findings;
+}
+
+}  // namespace kiln::doctor
