@@ -73,9 +73,11 @@ struct Session {
 
   // One poll round over the open pipes and, while the child runs, its exit descriptor. Returns
   // after any event or at the deadline.
-  void poll_once(internal::Child& child, bool exited, std::optional<Clock::time_point> deadline) {
-    std::array<pollfd, 4> fds{};
+  void poll_once(internal::Child& child, bool exited, std::optional<Clock::time_point> deadline,
+                 int cancel_fd = -1) {
+    std::array<pollfd, 5> fds{};
     nfds_t n = 0;
+    if (cancel_fd >= 0) fds[n++] = {cancel_fd, POLLIN, 0};
     for (Sink& s : sinks) {
       if (s.fd) fds[n++] = {s.fd.get(), POLLIN, 0};
     }
@@ -178,10 +180,22 @@ RunResult run(const RunOptions& options) {
   auto start = Clock::now();
   std::optional<Clock::time_point> deadline;
   if (options.timeout) deadline = start + *options.timeout;
+  RunScope* scope = RunScope::current();
+  int cancel_fd = -1;
+  if (scope != nullptr) {
+    if (auto d = scope->limits().deadline; d && (!deadline || *d < *deadline)) deadline = d;
+    cancel_fd = scope->limits().cancel_fd;
+  }
 
   RunResult result;
   result.command_line = format_command_line(options.argv);
   check_cwd(options.cwd);
+  // Cancelled or out of time already: start nothing.
+  if ((scope != nullptr && scope->cancelled()) || (deadline && start >= *deadline)) {
+    (scope != nullptr && scope->cancelled() ? result.cancelled : result.timed_out) = true;
+    if (scope != nullptr) scope->record(result);
+    return result;
+  }
   internal::SpawnSpec spec;
   spec.environment = internal::make_environment(options.env, options.replace_env);
   spec.executable = internal::resolve_executable(options.argv[0],
@@ -201,9 +215,16 @@ RunResult run(const RunOptions& options) {
       result.timed_out = true;
       break;
     }
-    session.poll_once(child, exited, deadline);
+    if (scope != nullptr && scope->cancelled()) {
+      result.cancelled = true;
+      break;
+    }
+    session.poll_once(child, exited, deadline, cancel_fd);
   }
-  if (result.timed_out) {
+  if (result.cancelled) {
+    child.terminate_group(std::chrono::milliseconds(0));
+    session.drain_after_kill(child);
+  } else if (result.timed_out) {
     child.terminate_group(options.kill_grace);
     session.drain_after_kill(child);
   } else {
@@ -211,7 +232,29 @@ RunResult run(const RunOptions& options) {
   }
   fill_status(result, child.wait_status());
   result.duration = child.reaped_at() - start;
+  if (scope != nullptr) scope->record(result);
   return result;
+}
+
+namespace {
+thread_local RunScope* current_scope = nullptr;
+}  // namespace
+
+RunScope::RunScope(Limits limits) : limits_(limits), outer_(current_scope) { current_scope = this; }
+
+RunScope::~RunScope() { current_scope = outer_; }
+
+RunScope* RunScope::current() noexcept { return current_scope; }
+
+bool RunScope::cancelled() const {
+  if (limits_.cancel_fd < 0) return false;
+  pollfd p{limits_.cancel_fd, POLLIN, 0};
+  return internal::retry_eintr([&] { return ::poll(&p, 1, 0); }) > 0;
+}
+
+void RunScope::record(const RunResult& result) {
+  runs_.push_back({result.command_line, result.exit_code, result.signal, result.timed_out,
+                   result.cancelled, result.duration});
 }
 
 RunResult check(std::string_view label, const RunOptions& options) {
@@ -220,11 +263,12 @@ RunResult check(std::string_view label, const RunOptions& options) {
   std::string output = result.output;
   if (!options.merge_stderr) output += result.error_output;
   std::string status;
-  if (result.timed_out || result.signal != 0) status = result.status_text();
+  if (result.timed_out || result.cancelled || result.signal != 0) status = result.status_text();
   throw ToolFailed(std::string(label), std::move(output), result.command_line, std::move(status));
 }
 
 std::string RunResult::status_text() const {
+  if (cancelled) return "cancelled";
   if (timed_out) {
     return fmt::format("timed out after {:.3g}s", std::chrono::duration<double>(duration).count());
   }

@@ -277,3 +277,52 @@ TEST(Process, ManyThreadsLeaveNoDescriptorsOrChildrenBehind) {
 
 }  // namespace
 }  // namespace kiln
+
+namespace kiln {
+namespace {
+
+// A RunScope's deadline caps a run without a timeout of its own, and the scope records it.
+TEST(RunScope, DeadlineCapsRunsAndIsRecorded) {
+  RunScope scope({.deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(300)});
+  RunResult r = run({.argv = {"sleep", "30"}});
+  EXPECT_TRUE(r.timed_out);
+  EXPECT_LT(r.duration, std::chrono::seconds(5));
+  RunResult late = run({.argv = {"true"}});
+  EXPECT_TRUE(late.timed_out) << "past the deadline nothing starts";
+  ASSERT_EQ(scope.runs().size(), 2u);
+  EXPECT_EQ(scope.runs()[0].command_line, "sleep 30");
+  EXPECT_TRUE(scope.runs()[0].timed_out);
+}
+
+// Writing to the cancel descriptor kills the running child from another thread's point of view
+// at once, and nothing starts afterwards; scopes nest and restore.
+TEST(RunScope, CancelKillsTheRunningChild) {
+  int fds[2];
+  ASSERT_EQ(::pipe2(fds, O_CLOEXEC), 0);
+  std::thread canceller([w = fds[1]] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    EXPECT_EQ(::write(w, "x", 1), 1);
+  });
+  {
+    RunScope scope({.cancel_fd = fds[0]});
+    EXPECT_EQ(RunScope::current(), &scope);
+    RunResult r = run({.argv = {"sleep", "30"}});
+    EXPECT_TRUE(r.cancelled);
+    EXPECT_FALSE(r.ok());
+    EXPECT_EQ(r.status_text(), "cancelled");
+    EXPECT_LT(r.duration, std::chrono::seconds(5));
+    EXPECT_TRUE(run({.argv = {"true"}}).cancelled);
+    EXPECT_NE(testing::error_of([] {
+                check("Compilation error:", {.argv = {"true"}});
+              }).find("cancelled"),
+              std::string::npos);
+  }
+  EXPECT_EQ(RunScope::current(), nullptr);
+  EXPECT_TRUE(run({.argv = {"true"}}).ok());
+  canceller.join();
+  ::close(fds[0]);
+  ::close(fds[1]);
+}
+
+}  // namespace
+}  // namespace kiln

@@ -95,6 +95,12 @@ class TimeoutError : public Error {
   using Error::Error;
 };
 
+// Work was stopped because its RunScope was cancelled (kiln build on Ctrl-C).
+class Cancelled : public Error {
+ public:
+  using Error::Error;
+};
+
 // A child process ended unexpectedly (crashed or exited while it owed an answer).
 class ChildProcessError : public Error {
  public:

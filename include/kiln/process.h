@@ -60,6 +60,9 @@ struct RunResult {
   int signal = 0;
   // True when kiln ended the child because the deadline passed.
   bool timed_out = false;
+  // True when kiln ended the child (or did not start it) because the RunScope's cancel
+  // descriptor became readable.
+  bool cancelled = false;
   // What the child wrote to stdout (and to stderr when merged).
   std::string output{};
   // What the child wrote to stderr when it was not merged.
@@ -70,9 +73,55 @@ struct RunResult {
   std::string command_line{};
 
   // True when the child exited with status 0 before the deadline.
-  bool ok() const noexcept { return !timed_out && signal == 0 && exit_code == 0; }
+  bool ok() const noexcept { return !timed_out && !cancelled && signal == 0 && exit_code == 0; }
   // "exit code 2", "killed by signal SIGSEGV", "timed out after 1.5s", ...
   std::string status_text() const;
+};
+
+// Limits on every run() made by one thread while a RunScope lives, for work that calls library
+// functions which run tools themselves (kiln build runs each job in one): the scope's deadline
+// caps each run's own timeout, and when `cancel_fd` polls readable (a pipe or eventfd that stays
+// readable once written, e.g. after Ctrl-C) the running child's group is killed at once and no
+// further child is started. Pool workers (kiln/pool.h) waited on in the scope honour both too.
+// The scope also records what ran, for reports. Scopes nest; the innermost one applies.
+//
+//   kiln::RunScope scope({.deadline = now + 60s, .cancel_fd = interrupted.read_fd()});
+//   kiln::cc::create_shared("libadd.so", {"add.c"});   // killed at the deadline or on cancel
+//   scope.runs();                                       // {{"gcc -shared ...", ...}}
+class RunScope {
+ public:
+  struct Limits {
+    std::optional<std::chrono::steady_clock::time_point> deadline{};
+    int cancel_fd = -1;
+  };
+  // One run() made in the scope: its command line and how it ended.
+  struct Record {
+    std::string command_line;
+    int exit_code = -1;
+    int signal = 0;
+    bool timed_out = false;
+    bool cancelled = false;
+    std::chrono::nanoseconds duration{0};
+  };
+
+  explicit RunScope(Limits limits);
+  ~RunScope();
+  RunScope(const RunScope&) = delete;
+  RunScope& operator=(const RunScope&) = delete;
+
+  const Limits& limits() const noexcept { return limits_; }
+  const std::vector<Record>& runs() const noexcept { return runs_; }
+  // Whether the cancel descriptor is readable now.
+  bool cancelled() const;
+  // The scope of the calling thread, or nullptr.
+  static RunScope* current() noexcept;
+  // Called by run() for each child it ran.
+  void record(const RunResult& result);
+
+ private:
+  Limits limits_;
+  std::vector<Record> runs_;
+  RunScope* outer_;
 };
 
 // Runs a program to completion. Throws ToolNotFound / ToolNotExecutable when it cannot be

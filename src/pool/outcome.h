@@ -11,7 +11,7 @@
 namespace kiln::internal {
 
 struct Outcome {
-  enum Kind { kValue, kTimeout, kChildDied, kProtocol, kTask, kOther } kind = kValue;
+  enum Kind { kValue, kTimeout, kChildDied, kProtocol, kTask, kCancelled, kOther } kind = kValue;
   Value value{};
   std::string type{};     // kTask: the task's exception type
   std::string message{};  // everything but kValue
@@ -35,6 +35,8 @@ inline Value unwrap(Outcome outcome) {
       throw ProtocolError(outcome.message);
     case Outcome::kTask:
       throw TaskError(outcome.type, outcome.message);
+    case Outcome::kCancelled:
+      throw Cancelled(outcome.message);
     case Outcome::kOther:
       break;
   }

@@ -278,14 +278,37 @@ Outcome WorkerProcess::wait() {
   auto ended = [&result](Outcome outcome) {
     if (!result) result = std::move(outcome);
   };
+  // A RunScope on this thread (kiln build's job) caps the wait and may cancel it.
+  RunScope* scope = RunScope::current();
+  std::optional<Clock::time_point> scope_deadline;
+  int cancel_fd = -1;
+  if (scope != nullptr) {
+    scope_deadline = scope->limits().deadline;
+    cancel_fd = scope->limits().cancel_fd;
+  }
   while (!result && calls_ > 0) {
-    expire_if_overdue(Clock::now(), ended);
+    Clock::time_point now = Clock::now();
+    expire_if_overdue(now, ended);
     if (result) break;
-    pollfd p[2] = {{responses_.get(), POLLIN, 0}, {requests_.get(), POLLOUT, 0}};
+    if (scope_deadline && now >= *scope_deadline) {
+      fail(Outcome::kTimeout,
+           fmt::format("task '{}' ran past its deadline; its worker was killed",
+                       awaited_.empty() ? "" : awaited_.front().task),
+           ended);
+      break;
+    }
+    if (scope != nullptr && scope->cancelled()) {
+      fail(Outcome::kCancelled, "cancelled; the worker was killed", ended);
+      break;
+    }
+    pollfd p[3] = {{responses_.get(), POLLIN, 0}, {requests_.get(), POLLOUT, 0}, {-1, 0, 0}};
     nfds_t count = wants_to_write() ? 2 : 1;
-    int r = poll_until(p, count, deadline_);
+    if (cancel_fd >= 0) p[count++] = {cancel_fd, POLLIN, 0};
+    std::optional<Clock::time_point> until = deadline_;
+    if (scope_deadline && (!until || *scope_deadline < *until)) until = scope_deadline;
+    int r = poll_until(p, count, until);
     if (r == -1) throw SystemError("poll", errno);
-    if (count == 2 && p[1].revents != 0) flush();
+    if (wants_to_write() && p[1].revents != 0) flush();
     if (p[0].revents != 0) read_available(ended);
   }
   if (!result) throw Error("the pool worker has no call in flight");

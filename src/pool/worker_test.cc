@@ -9,6 +9,8 @@
 #include <stdexcept>
 #include <thread>
 
+#include <fcntl.h>
+
 #include <gtest/gtest.h>
 
 #include "kiln/error.h"
@@ -123,6 +125,32 @@ TEST(Worker, TimeoutThenCrashThenNormalResults) {
   } catch (const ChildProcessError& e) {
     EXPECT_NE(std::string(e.what()).find("exited with code 3"), std::string::npos) << e.what();
   }
+}
+
+// A RunScope on the calling thread caps the call and can cancel it (kiln build's Ctrl-C).
+TEST(Worker, RunScopeDeadlineAndCancel) {
+  Worker worker;
+  EXPECT_EQ(worker.call("square", 2, 5s), 4);  // started and warm
+  {
+    RunScope scope({.deadline = std::chrono::steady_clock::now() + 200ms});
+    auto start = std::chrono::steady_clock::now();
+    EXPECT_THROW(worker.call("sleep_ms", 30000), TimeoutError);
+    EXPECT_LT(std::chrono::steady_clock::now() - start, 5s);
+  }
+  int fds[2];
+  ASSERT_EQ(::pipe2(fds, O_CLOEXEC), 0);
+  std::thread canceller([w = fds[1]] {
+    std::this_thread::sleep_for(200ms);
+    EXPECT_EQ(::write(w, "x", 1), 1);
+  });
+  {
+    RunScope scope({.cancel_fd = fds[0]});
+    EXPECT_THROW(worker.call("sleep_ms", 30000, 60s), Cancelled);
+  }
+  canceller.join();
+  ::close(fds[0]);
+  ::close(fds[1]);
+  EXPECT_EQ(worker.call("square", 5, 5s), 25) << "a fresh worker after the cancelled one";
 }
 
 TEST(Worker, SamePidAcrossUsesWithoutMaxUses) {

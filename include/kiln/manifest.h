@@ -1,0 +1,134 @@
+// The manifest of `kiln build`: a JSON file listing compile jobs (objects, libraries, LLVM IR,
+// CUDA and ROCm kernels, WebAssembly, tar bundles), read, checked and put in dependency order
+// before anything runs. docs/manifest.md describes the format.
+//
+//   kiln::build::Manifest manifest = kiln::build::parse_manifest("examples/kiln.json");
+//   for (std::size_t i : manifest.order) {  // every job comes after the jobs it waits for
+//     const kiln::build::Job& job = manifest.jobs[i];
+//     std::cout << kiln::build::kind_name(job.kind) << ' ' << job.output_name().string() << '\n';
+//   }
+//
+// Error contract: every problem in a manifest is a ManifestError whose message starts with
+// "manifest <origin>: ", then names the job (`job "gemm"`, or `job 3` when it has no usable name)
+// and the key (`key "sources"`), and says what is wrong; the first problem in manifest order is
+// the one reported. Parsing reads the manifest and stats the files it names, nothing else.
+#pragma once
+
+#include <cstddef>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "kiln/error.h"
+
+namespace kiln::build {
+
+enum class JobKind {
+  object,            // "object":   one source -> <name>.o
+  shared,            // "shared":   sources and inputs -> <name>.so
+  executable,        // "executable": sources and inputs -> <name>
+  static_library,    // "static":   inputs -> <name>.a
+  llvm_ir,           // "llvm-ir":  one C/C++ source -> <name>.ll
+  cuda,              // "cuda":     one CUDA source -> <name>.ptx, .cubin or .fatbin
+  rocm_code_object,  // "rocm-co":  one OpenCL, LLVM IR or AMDGPU assembly source -> <name>.hsaco
+  wasm,              // "wasm":     C/C++ sources and inputs -> <name>.wasm
+  tar,               // "tar":      inputs -> <name>.tar
+};
+
+// Every kind, in the order above.
+inline constexpr JobKind kJobKinds[] = {
+    JobKind::object,           JobKind::shared,  JobKind::executable,
+    JobKind::static_library,   JobKind::llvm_ir, JobKind::cuda,
+    JobKind::rocm_code_object, JobKind::wasm,    JobKind::tar};
+
+// The manifest spelling: "object", "shared", "executable", "static", "llvm-ir", "cuda",
+// "rocm-co", "wasm", "tar".
+std::string_view kind_name(JobKind kind);
+// The kind spelled `name` in a manifest; std::nullopt for anything else.
+std::optional<JobKind> kind_from_name(std::string_view name);
+
+// The languages a job's sources may be in.
+inline constexpr std::string_view kLanguages[] = {"c", "c++", "cuda", "llvm-ir", "asm", "opencl"};
+// The language of a source file from its extension: .c -> c; .cc .cpp .cxx .c++ .C -> c++;
+// .cu -> cuda; .ll -> llvm-ir; .s .S -> asm; .cl -> opencl. std::nullopt for any other.
+std::optional<std::string_view> language_of(const std::filesystem::path& source);
+
+// The values of "toolchain" ("" in a Job means host).
+inline constexpr std::string_view kToolchainNames[] = {"host", "ndk", "xcode"};
+
+// A job's timeout when neither the job nor "defaults" gives one.
+inline constexpr double kDefaultTimeoutSeconds = 60;
+
+// A manifest that cannot be read as JSON, or whose content breaks a rule of docs/manifest.md.
+class ManifestError : public InvalidArgument {
+ public:
+  using InvalidArgument::InvalidArgument;
+};
+
+// One entry of "inputs": exactly one of the two is set.
+struct Input {
+  std::string job;             // "@name": the output of job `name`
+  std::filesystem::path file;  // otherwise: an existing regular file, absolute, lexically normal
+};
+
+struct Job {
+  std::string name;
+  JobKind kind = JobKind::object;
+  // Absolute, lexically normal, resolved against the manifest's directory; each was a regular
+  // file when the manifest was parsed. Empty when `code` is used or the kind takes no sources.
+  std::vector<std::filesystem::path> sources;
+  // Inline source; "" when `sources` is used.
+  std::string code;
+  // One of kLanguages: "language" when given, else language_of(sources[0]), else implied by the
+  // kind (cuda -> "cuda"); "" for static and tar jobs.
+  std::string language;
+  std::vector<Input> inputs;
+  // The jobs this one waits for: those of its "@name" inputs, then those of "deps", each once.
+  std::vector<std::string> deps;
+  // The defaults' options (for the kinds that inherit them) followed by the job's own.
+  std::vector<std::string> options;
+  // Seconds; 0 means no limit. Parsed jobs: the job's, else the defaults', else
+  // kDefaultTimeoutSeconds.
+  double timeout_seconds = 0;
+  // The job's value, else the defaults' (for the kinds that inherit it), else "".
+  std::string cc;
+  std::string launcher;   // "" or one of kiln::kLauncherNames
+  std::string toolchain;  // "" (host) or one of kToolchainNames
+  // cuda: "sm_90a", "compute_80", ... ("" lets the CUDA module ask the GPU); rocm-co: "gfx90a",
+  // ... ("" lets the ROCm module ask the GPU).
+  std::string arch;
+  // cuda only. Parsed cuda jobs always have both set: backend "nvrtc" unless given, and format
+  // as kiln::cuda::compile_cuda defaults it ("cubin" with nvrtc, "ptx" with nvcc) unless given.
+  std::string format;
+  std::string backend;
+
+  // The file this job produces, "<name>.<extension>" (see JobKind); executables have no
+  // extension. A cuda job with no format uses its backend's default, as above.
+  std::filesystem::path output_name() const;
+};
+
+struct Manifest {
+  std::filesystem::path file;       // the manifest's path as given; "" for parse_manifest_text
+  std::filesystem::path directory;  // absolute; where relative sources and inputs resolve
+  std::vector<Job> jobs;            // in the manifest's order
+  // Indexes into `jobs`, dependencies first; among jobs that are ready at the same time the
+  // earlier one in the manifest comes first (so a manifest without deps keeps its order).
+  std::vector<std::size_t> order;
+
+  // The index of the job named `name`; std::nullopt when there is none.
+  std::optional<std::size_t> index_of(std::string_view name) const;
+};
+
+// Reads and parses the manifest at `file` (its directory resolves relative paths; `file` is the
+// origin in messages). FileNotFound when it is missing or cannot be opened, SystemError when it
+// cannot be stat-ed, ManifestError when it is not a regular file and for every problem in it.
+Manifest parse_manifest(const std::filesystem::path& file);
+
+// Parses manifest text; relative paths resolve against `directory` (made absolute against the
+// working directory), messages start with "manifest <origin>: ". Throws ManifestError.
+Manifest parse_manifest_text(std::string_view json, const std::filesystem::path& directory,
+                             std::string_view origin);
+
+}  // namespace kiln::build
