@@ -72,6 +72,10 @@ int recommended_jobs(unsigned cores, unsigned long long available_bytes) {
   return static_cast<int>(std::max<long long>(1, std::min<long long>(cores, by_memory)));
 }
 
+int recommended_jobs_here() {
+  return recommended_jobs(std::max(1U, std::thread::hardware_concurrency()), available_memory());
+}
+
 Finding check_cxx_compiler() {
   Finding f{"C++ compiler", Status::pass, "", ""};
   std::optional<std::string> cc = cc::get_cc();

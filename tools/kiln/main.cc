@@ -27,6 +27,7 @@ int main(int argc, char** argv) {
   cli::add_ndk(app, &status);
   cli::add_emcc(app, &status);
   cli::add_doctor(app, &status);
+  cli::add_build(app, &status);
   auto fail = [](const std::exception& e, int exit_status) {
     std::cerr << "kiln: error: " << e.what() << "\n";
     return exit_status;

@@ -1,0 +1,123 @@
+// kiln build: compile every job of a manifest (kiln/manifest.h) in parallel, each with its
+// timeout, isolated from the others, through a content-addressed cache, and report what happened.
+//
+//   kiln::build::Manifest manifest = kiln::build::parse_manifest("examples/kiln.json");
+//   kiln::build::Report report = kiln::build::run_build(manifest, {.jobs = 4, .out_dir = "out"});
+//   for (const kiln::build::JobResult& job : report.jobs)
+//     std::cout << job.name << ": " << kiln::build::status_name(job.status) << "\n";
+//
+// Each job runs on one of `jobs` threads. Tools (compilers, linkers, ar, emcc, ...) run as child
+// processes under a RunScope (kiln/process.h) that carries the job's deadline and the build's
+// cancel descriptor; NVRTC compiles run in a pool worker of that thread (kiln/pool.h), so a
+// crashing or hanging NVRTC takes down only its worker. A job's output is made in a temporary
+// directory and renamed into `out_dir` only when complete. A job whose toolchain is absent is
+// skipped with the reason; a failed, timed-out or crashed job skips its dependants; without
+// keep_going the first failure stops new jobs from starting (running ones finish).
+#pragma once
+
+#include <chrono>
+#include <filesystem>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "kiln/manifest.h"
+
+namespace kiln::build {
+
+enum class JobStatus { pending, running, done, cached, failed, timeout, crashed, skipped };
+// "pending", "running", "done", "cached", "failed", "timeout", "crashed", "skipped".
+std::string_view status_name(JobStatus status);
+
+struct JobResult {
+  std::string name;
+  JobKind kind = JobKind::object;
+  JobStatus status = JobStatus::pending;
+  // The output file in out_dir (set once done or cached).
+  std::filesystem::path output;
+  bool cached = false;
+  // Wall time of the job, and when it started and ended, from the start of the build.
+  double seconds = 0;
+  double start_seconds = 0;
+  double end_seconds = 0;
+  // The thread ("worker") that ran it, 0-based; -1 when it never ran.
+  int worker = -1;
+  // Each command the job ran, as a shell would quote it (one per tool run).
+  std::vector<std::string> commands;
+  // What went wrong, in full (the tool's message, output and command line), or why the job was
+  // skipped; "" when done or cached.
+  std::string log;
+};
+
+// One line of progress: a job started or finished. Delivered from the job's thread, serialized
+// (never two at once).
+struct Event {
+  enum Kind { started, finished } kind = started;
+  const JobResult* job = nullptr;
+  std::size_t finished_count = 0;  // jobs finished so far (this one included when finished)
+  std::size_t total = 0;
+};
+
+struct Options {
+  // Parallel jobs; 0: the doctor's recommendation for this machine (kiln::doctor).
+  int jobs = 0;
+  // When set, every job's timeout in seconds (0 = none), whatever the manifest says.
+  std::optional<double> timeout{};
+  std::filesystem::path out_dir = "kiln-out";
+  // ccache, sccache, distcc or icecc for C/C++ jobs that name no launcher of their own.
+  std::string launcher{};
+  bool keep_going = false;
+  bool use_cache = true;
+  // A descriptor that becomes readable to stop the build (Ctrl-C): running jobs are killed, none
+  // is started, and no partial output is left. -1: none.
+  int cancel_fd = -1;
+  std::function<void(const Event&)> on_event{};
+};
+
+struct Summary {
+  std::size_t done = 0, cached = 0, failed = 0, timeout = 0, crashed = 0, skipped = 0;
+  double seconds = 0;
+  // True when the build was cancelled before it finished.
+  bool interrupted = false;
+  // Whether this build succeeded: every job done, cached or skipped for a missing toolchain.
+  bool ok() const { return failed == 0 && timeout == 0 && crashed == 0 && !interrupted; }
+};
+
+struct Report {
+  std::vector<JobResult> jobs;  // in the manifest's order
+  Summary summary;
+  int threads = 0;
+};
+
+// Runs the build. Throws only for what stops it as a whole (an unusable out_dir or cache);
+// everything a job does is in its JobResult.
+Report run_build(const Manifest& manifest, const Options& options);
+
+// What a dry run prints: the jobs in the order they would start, each with its output and
+// whether the cache already holds it.
+struct PlannedJob {
+  const Job* job = nullptr;
+  std::filesystem::path output;
+  bool cached = false;
+  std::string skip_reason;  // "" unless its toolchain is absent
+};
+std::vector<PlannedJob> plan_build(const Manifest& manifest, const Options& options);
+
+// {"jobs": [{"name", "kind", "status", "seconds", "output", "cached", "command", "log"}],
+//  "summary": {...}} as text.
+std::string report_json(const Report& report);
+// Chrome trace-event JSON: one track per worker thread, one complete ("X") event per job that
+// ran, its status in args; opens in Perfetto and chrome://tracing.
+std::string trace_json(const Report& report);
+// The closing summary: counts, total time, the slowest jobs, and why jobs were skipped.
+std::string summary_text(const Report& report);
+
+// Writes a report (or any text) to `path` whole or not at all.
+void write_report_file(const std::filesystem::path& path, std::string_view text);
+
+// The jobs value the doctor recommends for this machine.
+int default_jobs();
+
+}  // namespace kiln::build

@@ -1,0 +1,280 @@
+// kiln build [MANIFEST] [-j N] [--timeout S] [--out DIR] [--json FILE] [--trace FILE]
+//            [--launcher L] [--keep-going] [--no-cache] [--dry-run]
+// Builds every job of a manifest (default: the bundled examples), with progress, a summary, and
+// Ctrl-C that stops everything and leaves no partial output.
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdio>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "commands.h"
+#include "kiln/build.h"
+#include "kiln/error.h"
+#include "kiln/manifest.h"
+
+namespace kiln::cli {
+namespace {
+
+namespace fs = std::filesystem;
+using build::Event;
+using build::JobResult;
+using build::JobStatus;
+
+struct BuildArgs {
+  std::string manifest;
+  int jobs = 0;
+  std::optional<double> timeout;
+  std::string out = "kiln-out";
+  std::string json;
+  std::string trace;
+  std::string launcher;
+  bool keep_going = false;
+  bool no_cache = false;
+  bool dry_run = false;
+};
+
+// The manifest to build: the one named, else examples/kiln.json here, else the bundled one.
+fs::path manifest_path(const std::string& given) {
+  if (!given.empty()) return given;
+  std::error_code ec;
+  if (fs::is_regular_file("examples/kiln.json", ec)) return "examples/kiln.json";
+  fs::path bundled = fs::path(KILN_EXAMPLES_DIR) / "kiln.json";
+  if (fs::is_regular_file(bundled, ec)) return bundled;
+  throw InvalidArgument(fmt::format(
+      "no manifest given, and neither examples/kiln.json nor {} exists", bundled.string()));
+}
+
+// SIGINT and SIGTERM, blocked in every thread of the build and taken by one watcher thread that
+// turns them into a readable pipe: the build's cancel descriptor.
+class Interrupts {
+ public:
+  Interrupts() {
+    if (::pipe2(pipe_, O_CLOEXEC) != 0) throw SystemError("pipe2", errno);
+    sigemptyset(&set_);
+    sigaddset(&set_, SIGINT);
+    sigaddset(&set_, SIGTERM);
+    ::pthread_sigmask(SIG_BLOCK, &set_, &old_);
+    watcher_ = std::thread([this] {
+      timespec tick{0, 50'000'000};
+      while (!done_.load()) {
+        int signal = ::sigtimedwait(&set_, nullptr, &tick);
+        if (signal > 0) {
+          received_.store(signal);
+          (void)::write(pipe_[1], "x", 1);
+        }
+      }
+    });
+  }
+  ~Interrupts() {
+    done_.store(true);
+    watcher_.join();
+    ::pthread_sigmask(SIG_SETMASK, &old_, nullptr);
+    ::close(pipe_[0]);
+    ::close(pipe_[1]);
+  }
+  Interrupts(const Interrupts&) = delete;
+  Interrupts& operator=(const Interrupts&) = delete;
+
+  int fd() const { return pipe_[0]; }
+  int received() const { return received_.load(); }
+
+ private:
+  sigset_t set_{};
+  sigset_t old_{};
+  int pipe_[2] = {-1, -1};
+  std::atomic<bool> done_{false};
+  std::atomic<int> received_{0};
+  std::thread watcher_;
+};
+
+// Progress: on a terminal one status line rewritten in place (the longest-running job and its
+// time, refreshed while it runs), else one plain line per finished job; failures in full.
+class Progress {
+ public:
+  explicit Progress(bool terminal) : terminal_(terminal) {
+    if (terminal_) ticker_ = std::thread([this] { tick(); });
+  }
+  ~Progress() { stop(); }
+  Progress(const Progress&) = delete;
+  Progress& operator=(const Progress&) = delete;
+
+  void on_event(const Event& event) {
+    std::lock_guard lock(mutex_);
+    finished_ = event.finished_count;
+    total_ = event.total;
+    const JobResult& job = *event.job;
+    if (event.kind == Event::started) {
+      running_[job.name] = {job.kind, std::chrono::steady_clock::now()};
+    } else {
+      running_.erase(job.name);
+      report(job);
+    }
+    if (terminal_) draw();
+  }
+
+  // Clears the status line for good.
+  void stop() {
+    {
+      std::lock_guard lock(mutex_);
+      if (stopped_) return;
+      stopped_ = true;
+      if (terminal_ && drawn_) std::fputs("\r\x1b[K", stdout);
+      std::fflush(stdout);
+    }
+    wake_.notify_all();
+    if (ticker_.joinable()) ticker_.join();
+  }
+
+ private:
+  struct Running {
+    build::JobKind kind;
+    std::chrono::steady_clock::time_point since;
+  };
+
+  void report(const JobResult& job) {
+    bool problem = job.status == JobStatus::failed || job.status == JobStatus::timeout ||
+                   job.status == JobStatus::crashed;
+    if (terminal_ && !problem) return;
+    if (terminal_) std::fputs("\r\x1b[K", stdout);
+    std::string line =
+        fmt::format("[{}/{}] {} {} {} {:.2f}s", finished_, total_, build::status_name(job.status),
+                    build::kind_name(job.kind), job.name, job.seconds);
+    if (job.status == JobStatus::skipped && !job.log.empty()) line += " (" + job.log + ")";
+    std::fputs((line + "\n").c_str(), stdout);
+    if (problem) {
+      std::string block =
+          fmt::format("FAILED: {} ({}, {})\n{}\n", job.name, build::kind_name(job.kind),
+                      build::status_name(job.status), job.log);
+      std::fputs(block.c_str(), stdout);
+    }
+    drawn_ = false;
+  }
+
+  void draw() {
+    if (stopped_) return;
+    std::string line = fmt::format("[{}/{}]", finished_, total_);
+    if (!running_.empty()) {
+      auto oldest = running_.begin();
+      for (auto it = running_.begin(); it != running_.end(); ++it) {
+        if (it->second.since < oldest->second.since) oldest = it;
+      }
+      double seconds =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - oldest->second.since)
+              .count();
+      line += fmt::format(" {} {} {:.1f}s", build::kind_name(oldest->second.kind), oldest->first,
+                          seconds);
+      if (running_.size() > 1) line += fmt::format(" (+{} running)", running_.size() - 1);
+    }
+    winsize size{};
+    size_t width =
+        ::ioctl(STDOUT_FILENO, TIOCGWINSZ, &size) == 0 && size.ws_col > 0 ? size.ws_col : 80;
+    if (line.size() >= width) line.resize(width - 1);
+    std::fputs(("\r" + line + "\x1b[K").c_str(), stdout);
+    std::fflush(stdout);
+    drawn_ = true;
+  }
+
+  void tick() {
+    std::unique_lock lock(mutex_);
+    while (!stopped_) {
+      wake_.wait_for(lock, std::chrono::milliseconds(100));
+      if (!stopped_ && !running_.empty()) draw();
+    }
+  }
+
+  bool terminal_;
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  std::map<std::string, Running> running_;
+  size_t finished_ = 0;
+  size_t total_ = 0;
+  bool drawn_ = false;
+  bool stopped_ = false;
+  std::thread ticker_;
+};
+
+int run_build_command(const BuildArgs& args) {
+  fs::path file = manifest_path(args.manifest);
+  build::Manifest manifest;
+  try {
+    manifest = build::parse_manifest(file);
+  } catch (const FileNotFound& e) {
+    throw InvalidArgument(e.what());  // a bad command line: exit 2
+  }
+  build::Options options{.jobs = args.jobs,
+                         .timeout = args.timeout,
+                         .out_dir = args.out,
+                         .launcher = args.launcher,
+                         .keep_going = args.keep_going,
+                         .use_cache = !args.no_cache};
+  if (args.jobs < 0) throw InvalidArgument(fmt::format("-j {}: must be at least 1", args.jobs));
+
+  if (args.dry_run) {
+    std::vector<build::PlannedJob> plan = build::plan_build(manifest, options);
+    for (size_t i = 0; i < plan.size(); ++i) {
+      const build::PlannedJob& p = plan[i];
+      std::string note = !p.skip_reason.empty() ? " (would be skipped: " + p.skip_reason + ")"
+                         : p.cached             ? " (cached)"
+                                                : "";
+      std::cout << fmt::format("[{}/{}] {} {} -> {}{}\n", i + 1, plan.size(),
+                               build::kind_name(p.job->kind), p.job->name, p.output.string(), note);
+    }
+    return kExitOk;
+  }
+
+  Interrupts interrupts;
+  options.cancel_fd = interrupts.fd();
+  Progress progress(::isatty(STDOUT_FILENO) != 0);
+  options.on_event = [&progress](const Event& event) { progress.on_event(event); };
+  build::Report report = build::run_build(manifest, options);
+  progress.stop();
+  std::cout << build::summary_text(report) << std::flush;
+  if (report.summary.interrupted) {
+    std::cerr << "kiln: interrupted; running jobs were killed and no partial output was kept\n";
+    return 128 + (interrupts.received() != 0 ? interrupts.received() : SIGINT);
+  }
+  if (!args.json.empty()) build::write_report_file(args.json, build::report_json(report));
+  if (!args.trace.empty()) build::write_report_file(args.trace, build::trace_json(report));
+  return report.summary.ok() ? kExitOk : kExitFailed;
+}
+
+}  // namespace
+
+void add_build(CLI::App& app, int* status) {
+  auto args = std::make_shared<BuildArgs>();
+  CLI::App* sub = app.add_subcommand(
+      "build",
+      "Compile every job of a manifest in parallel (default: the bundled examples); exit 1 when "
+      "a job failed, timed out or crashed, 2 for a bad manifest");
+  sub->add_option("manifest", args->manifest, "The manifest (JSON; see docs/manifest.md)");
+  sub->add_option("-j,--jobs", args->jobs,
+                  "Jobs at once (default: the doctor's recommendation for this machine)");
+  sub->add_option("--timeout", args->timeout,
+                  "Seconds every job may take (0: none), overriding the manifest");
+  sub->add_option("--out", args->out, "Where outputs go, as <name>.<ext> (default: kiln-out)");
+  sub->add_option("--json", args->json, "Write per-job results and the summary as JSON");
+  sub->add_option("--trace", args->trace, "Write a Chrome trace (Perfetto, chrome://tracing)");
+  sub->add_option("--launcher", args->launcher,
+                  "ccache, sccache, distcc or icecc in front of C/C++ compiles");
+  sub->add_flag("--keep-going", args->keep_going, "Build what does not depend on a failure");
+  sub->add_flag("--no-cache", args->no_cache, "Neither read nor fill the cache");
+  sub->add_flag("--dry-run", args->dry_run, "Print what would be built, build nothing");
+  sub->callback([args, status] {
+    require_no_passthrough("build");
+    *status = run_build_command(*args);
+  });
+}
+
+}  // namespace kiln::cli
