@@ -208,10 +208,6 @@ class Build {
 
   Outcome run_job(size_t i, pool::Worker& nvrtc_worker) {
     const Job& job = manifest_.jobs[i];
-    detail::Prepared prepared = detail::prepare(job, options_, tools_);
-    if (!prepared.skip_reason.empty()) {
-      return {JobStatus::skipped, false, false, prepared.skip_reason, {}};
-    }
     std::vector<fs::path> inputs;
     for (const Input& input : job.inputs) {
       if (input.job.empty()) {
@@ -227,8 +223,14 @@ class Build {
       limits.deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
                                            std::chrono::duration<double>(timeout));
     }
-    RunScope scope(limits);
+    RunScope scope(limits);  // finding the tools runs them too (--version): under the limits
+    std::optional<RunScope> making;  // the job's own tool runs, apart from those probes
+    auto ran = [&]() -> const RunScope& { return making ? *making : scope; };
     try {
+      detail::Prepared prepared = detail::prepare(job, options_, tools_);
+      if (!prepared.skip_reason.empty()) {
+        return {JobStatus::skipped, false, false, prepared.skip_reason, {}};
+      }
       std::string key = cache_.enabled() ? detail::cache_key(job, prepared, inputs) : "";
       if (!key.empty()) {
         if (std::optional<std::string> bytes = cache_.get(key)) {
@@ -239,32 +241,31 @@ class Build {
       TempDirectory work(
           {.custom_path = out_dir_ / fmt::format("{}{}-{}", kTempPrefix, ::getpid(), i)});
       fs::path made = work.path() / job.output_name();
+      making.emplace(limits);
       detail::execute(job, options_, inputs, work.path(), made, nvrtc_worker);
       std::string bytes = internal::read_file(made, "the job made no output");
       if (!key.empty()) cache_.put(key, bytes);
       ::chmod(made.c_str(), output_mode(job.kind));
       internal::move_into_place(made, output);
-      Outcome done{JobStatus::done, false, false, "", {}};
-      for (const auto& record : scope.runs()) done.commands.push_back(record.command_line);
-      return done;
+      return with_commands(ran(), {JobStatus::done, false, false, "", {}});
     } catch (const Cancelled& e) {
-      return with_commands(scope, {JobStatus::skipped, false, true, e.what(), {}});
+      return with_commands(ran(), {JobStatus::skipped, false, true, e.what(), {}});
     } catch (const TimeoutError& e) {
-      return with_commands(scope, {JobStatus::timeout, false, false, e.what(), {}});
+      return with_commands(ran(), {JobStatus::timeout, false, false, e.what(), {}});
     } catch (const ChildProcessError& e) {
-      return with_commands(scope, {JobStatus::crashed, false, false, e.what(), {}});
+      return with_commands(ran(), {JobStatus::crashed, false, false, e.what(), {}});
     } catch (const ToolNotFound& e) {
       return with_commands(
-          scope,
+          ran(),
           {JobStatus::skipped, false, false, fmt::format("toolchain absent: {}", e.what()), {}});
     } catch (const std::exception& e) {
-      return with_commands(scope, classify_failure(scope, e.what()));
+      return with_commands(ran(), classify_failure(ran(), e.what()));
     }
   }
 
   static Outcome with_commands(const RunScope& scope, Outcome outcome) {
     for (const auto& record : scope.runs()) outcome.commands.push_back(record.command_line);
-    if (readable(scope.limits().cancel_fd)) {
+    if (outcome.status != JobStatus::done && readable(scope.limits().cancel_fd)) {
       outcome.interrupted = true;
       outcome.status = JobStatus::skipped;
     }
