@@ -27,8 +27,6 @@
 #include "testing/distcc_daemon.h"
 #include "testing/test_support.h"
 
-extern char** environ;
-
 namespace kiln {
 namespace {
 
@@ -406,7 +404,7 @@ TEST(BuildCli, ProgressRewritesOneLineOnATerminalAndPrintsLinesOtherwise) {
   }
   ::close(master);
   EXPECT_EQ(wait_exit(pid), 0) << screen;
-  EXPECT_NE(screen.find("\r"), std::string::npos) << screen;
+  EXPECT_NE(screen.find('\r'), std::string::npos) << screen;
   EXPECT_NE(screen.find("\x1b[K"), std::string::npos) << screen;
   EXPECT_EQ(screen.find("] done shared"), std::string::npos)
       << "no per-job lines on a terminal: " << screen;

@@ -103,6 +103,11 @@ class Interrupts {
 // time, refreshed while it runs), else one plain line per finished job; failures in full.
 class Progress {
  public:
+  // Writes to stdout; a closed or full stdout is not the build's failure.
+  static void put(const std::string& text) {
+    (void)std::fwrite(text.data(), 1, text.size(), stdout);
+  }
+
   explicit Progress(bool terminal) : terminal_(terminal) {
     if (terminal_) ticker_ = std::thread([this] { tick(); });
   }
@@ -130,8 +135,8 @@ class Progress {
       std::lock_guard lock(mutex_);
       if (stopped_) return;
       stopped_ = true;
-      if (terminal_ && drawn_) std::fputs("\r\x1b[K", stdout);
-      std::fflush(stdout);
+      if (terminal_ && drawn_) put("\r\x1b[K");
+      (void)std::fflush(stdout);
     }
     wake_.notify_all();
     if (ticker_.joinable()) ticker_.join();
@@ -147,17 +152,17 @@ class Progress {
     bool problem = job.status == JobStatus::failed || job.status == JobStatus::timeout ||
                    job.status == JobStatus::crashed;
     if (terminal_ && !problem) return;
-    if (terminal_) std::fputs("\r\x1b[K", stdout);
+    if (terminal_) put("\r\x1b[K");
     std::string line =
         fmt::format("[{}/{}] {} {} {} {:.2f}s", finished_, total_, build::status_name(job.status),
                     build::kind_name(job.kind), job.name, job.seconds);
     if (job.status == JobStatus::skipped && !job.log.empty()) line += " (" + job.log + ")";
-    std::fputs((line + "\n").c_str(), stdout);
+    put(line + "\n");
     if (problem) {
       std::string block =
           fmt::format("FAILED: {} ({}, {})\n{}\n", job.name, build::kind_name(job.kind),
                       build::status_name(job.status), job.log);
-      std::fputs(block.c_str(), stdout);
+      put(block);
     }
     drawn_ = false;
   }
@@ -181,8 +186,8 @@ class Progress {
     size_t width =
         ::ioctl(STDOUT_FILENO, TIOCGWINSZ, &size) == 0 && size.ws_col > 0 ? size.ws_col : 80;
     if (line.size() >= width) line.resize(width - 1);
-    std::fputs(("\r" + line + "\x1b[K").c_str(), stdout);
-    std::fflush(stdout);
+    put("\r" + line + "\x1b[K");
+    (void)std::fflush(stdout);
     drawn_ = true;
   }
 
