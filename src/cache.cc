@@ -110,6 +110,8 @@ Cache Cache::open(const CacheOptions& options) {
   cache.enabled_ = true;
   cache.directory_ = options.directory.empty() ? default_directory() : options.directory;
   cache.max_bytes_ = options.max_bytes;
+  // The first store measures the directory: other processes may have filled it.
+  cache.unmeasured_ = std::make_shared<std::atomic<std::uint64_t>>(options.max_bytes);
   check_directory(cache.directory_);
   return cache;
 }
@@ -162,7 +164,12 @@ void Cache::put(std::string_view key, std::string_view bytes) const {
     fs::remove(temp, ec);
     return;
   }
-  evict();
+  std::uint64_t threshold = std::max<std::uint64_t>(1, max_bytes_ / 32);
+  std::uint64_t unmeasured = unmeasured_->fetch_add(bytes.size()) + bytes.size();
+  if (unmeasured >= threshold) {
+    unmeasured_->store(0);
+    evict();
+  }
 }
 
 std::string Cache::get_or_make(std::string_view key,
@@ -200,22 +207,23 @@ void Cache::evict() const {
   struct Entry {
     fs::path path;
     std::uint64_t size;
-    fs::file_time_type used;
+    std::int64_t used_ns;  // modification time: a hit touches the entry
   };
   std::vector<Entry> entries;
   std::uint64_t total = 0;
   std::error_code ec;
   for (fs::directory_iterator it(directory_, ec), end; !ec && it != end; it.increment(ec)) {
     if (!is_entry_name(it->path().filename().string())) continue;
-    std::error_code entry_ec;
-    Entry e{it->path(), it->file_size(entry_ec), it->last_write_time(entry_ec)};
-    if (entry_ec) continue;
+    struct stat st {};
+    if (::stat(it->path().c_str(), &st) != 0) continue;  // evicted by another process meanwhile
+    Entry e{it->path(), static_cast<std::uint64_t>(st.st_size),
+            static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec};
     total += e.size;
     entries.push_back(std::move(e));
   }
   if (total <= max_bytes_) return;
   std::sort(entries.begin(), entries.end(),
-            [](const Entry& a, const Entry& b) { return a.used < b.used; });
+            [](const Entry& a, const Entry& b) { return a.used_ns < b.used_ns; });
   for (const Entry& e : entries) {
     if (total <= max_bytes_) break;
     if (fs::remove(e.path, ec)) total -= e.size;

@@ -9,13 +9,16 @@
 // place, so several processes making the same entry at once all get correct bytes and leave one
 // entry. The directory must be the user's own and not writable by anyone else (kiln creates it
 // 0700); otherwise opening it is an error, because a shared cache would let others plant code.
-// Past `max_bytes`, the least recently used entries are evicted. KILN_NO_CACHE disables it.
+// Past `max_bytes`, the least recently used entries are evicted (the directory is measured after
+// every max_bytes / 32 stored by this process, not after every store). KILN_NO_CACHE disables it.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <filesystem>
 #include <functional>
 #include <initializer_list>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -72,6 +75,11 @@ class Cache {
   bool enabled_ = false;
   std::filesystem::path directory_;
   std::uint64_t max_bytes_ = 0;
+  // Bytes this process stored since it last measured the directory, shared by copies of this
+  // Cache: the directory is scanned again only once they pass max_bytes / 32, so storing N
+  // entries costs O(N) rather than a scan per store (the cache may overshoot its size by that
+  // much per process between scans).
+  std::shared_ptr<std::atomic<std::uint64_t>> unmeasured_;
 };
 
 }  // namespace kiln

@@ -183,10 +183,28 @@ std::string ToolIdentities::of_file(const fs::path& file) {
 }
 
 std::string ToolIdentities::of(const std::string& program) {
+  std::promise<std::string> promise;
+  std::shared_future<std::string> answer;
   {
     std::lock_guard lock(mutex_);
-    if (auto it = known_.find(program); it != known_.end()) return it->second;
+    if (auto it = known_.find(program); it != known_.end()) {
+      answer = it->second;
+    } else {
+      known_.emplace(program, promise.get_future().share());
+    }
   }
+  if (answer.valid()) return answer.get();
+  try {
+    std::string identity = find_out(program);
+    promise.set_value(identity);
+    return identity;
+  } catch (...) {
+    promise.set_exception(std::current_exception());
+    throw;
+  }
+}
+
+std::string ToolIdentities::find_out(const std::string& program) {
   std::string identity = program;
   std::optional<fs::path> path =
       program.find('/') != std::string::npos ? std::optional<fs::path>(program) : which(program);
@@ -199,16 +217,17 @@ std::string ToolIdentities::of(const std::string& program) {
     if (!version) {
       try {
         RunResult r =
-            run({.argv = {path->string(), "--version"}, .timeout = std::chrono::seconds(30)});
-        version = r.output.substr(0, r.output.find('\n'));
-        if (r.ok() && !ec) cache_.put(key, *version);
+            run({.argv = {path->string(), "--version"}, .timeout = std::chrono::seconds(10)});
+        if (r.ok()) {
+          version = r.output.substr(0, r.output.find('\n'));
+          if (!ec) cache_.put(key, *version);
+        }
       } catch (const Error&) {  // NOLINT(bugprone-empty-catch): the file identity is enough
       }
     }
     if (version) identity += " " + *version;
   }
-  std::lock_guard lock(mutex_);
-  return known_.emplace(program, identity).first->second;
+  return identity;
 }
 
 Prepared prepare(const Job& job, const Options& options, ToolIdentities& tools) {

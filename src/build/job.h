@@ -3,6 +3,7 @@
 #pragma once
 
 #include <filesystem>
+#include <future>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -28,9 +29,12 @@ class ToolIdentities {
   static std::string of_file(const std::filesystem::path& file);
 
  private:
+  std::string find_out(const std::string& program);
+
   const Cache& cache_;
   std::mutex mutex_;
-  std::map<std::string, std::string> known_;
+  // One answer per program, found once even when several jobs ask at the same time.
+  std::map<std::string, std::shared_future<std::string>> known_;
 };
 
 // What a job needs before it can run.

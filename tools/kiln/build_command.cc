@@ -3,8 +3,10 @@
 // Builds every job of a manifest (default: the bundled examples), with progress, a summary, and
 // Ctrl-C that stops everything and leaves no partial output.
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/ioctl.h>
+#include <sys/signalfd.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -56,45 +58,56 @@ fs::path manifest_path(const std::string& given) {
       "no manifest given, and neither examples/kiln.json nor {} exists", bundled.string()));
 }
 
-// SIGINT and SIGTERM, blocked in every thread of the build and taken by one watcher thread that
-// turns them into a readable pipe: the build's cancel descriptor.
+// SIGINT and SIGTERM, blocked in every thread of the build and read from a signalfd by one
+// watcher thread that turns them into a readable pipe: the build's cancel descriptor.
 class Interrupts {
  public:
   Interrupts() {
-    if (::pipe2(pipe_, O_CLOEXEC) != 0) throw SystemError("pipe2", errno);
     sigemptyset(&set_);
     sigaddset(&set_, SIGINT);
     sigaddset(&set_, SIGTERM);
+    if (::pipe2(cancel_, O_CLOEXEC) != 0 || ::pipe2(stop_, O_CLOEXEC) != 0) {
+      throw SystemError("pipe2", errno);
+    }
     ::pthread_sigmask(SIG_BLOCK, &set_, &old_);
-    watcher_ = std::thread([this] {
-      timespec tick{0, 50'000'000};
-      while (!done_.load()) {
-        int signal = ::sigtimedwait(&set_, nullptr, &tick);
-        if (signal > 0) {
-          received_.store(signal);
-          (void)::write(pipe_[1], "x", 1);
-        }
-      }
-    });
+    signals_ = ::signalfd(-1, &set_, SFD_CLOEXEC);
+    if (signals_ == -1) throw SystemError("signalfd", errno);
+    watcher_ = std::thread([this] { watch(); });
   }
   ~Interrupts() {
-    done_.store(true);
+    (void)::write(stop_[1], "x", 1);
     watcher_.join();
     ::pthread_sigmask(SIG_SETMASK, &old_, nullptr);
-    ::close(pipe_[0]);
-    ::close(pipe_[1]);
+    for (int fd : {signals_, cancel_[0], cancel_[1], stop_[0], stop_[1]}) ::close(fd);
   }
   Interrupts(const Interrupts&) = delete;
   Interrupts& operator=(const Interrupts&) = delete;
 
-  int fd() const { return pipe_[0]; }
+  int fd() const { return cancel_[0]; }
   int received() const { return received_.load(); }
 
  private:
+  void watch() {
+    for (;;) {
+      pollfd fds[2] = {{signals_, POLLIN, 0}, {stop_[0], POLLIN, 0}};
+      if (::poll(fds, 2, -1) == -1) {
+        if (errno == EINTR) continue;
+        return;
+      }
+      if (fds[1].revents != 0) return;
+      signalfd_siginfo info{};
+      if (::read(signals_, &info, sizeof info) == static_cast<ssize_t>(sizeof info)) {
+        received_.store(static_cast<int>(info.ssi_signo));
+        (void)::write(cancel_[1], "x", 1);
+      }
+    }
+  }
+
   sigset_t set_{};
   sigset_t old_{};
-  int pipe_[2] = {-1, -1};
-  std::atomic<bool> done_{false};
+  int cancel_[2] = {-1, -1};
+  int stop_[2] = {-1, -1};
+  int signals_ = -1;
   std::atomic<int> received_{0};
   std::thread watcher_;
 };
