@@ -23,6 +23,7 @@
 
 #include "cli_support.h"
 #include "kiln/elf.h"
+#include "kiln/paths.h"
 #include "kiln/temp_directory.h"
 #include "testing/distcc_daemon.h"
 #include "testing/test_support.h"
@@ -201,6 +202,30 @@ TEST(BuildCli, HangCrashErrorAndTwentyGoodJobs) {
     EXPECT_FALSE(entry.path().filename().string().starts_with(".kiln-tmp"))
         << "left behind: " << entry.path();
   }
+}
+
+// A job whose toolchain is absent is skipped with the reason, and the build still succeeds.
+TEST(BuildCli, AnAbsentToolchainIsSkippedNotFailed) {
+  Project project;
+  json cross = c_job("cross", "int x(void) { return 1; }", "shared");
+  cross["cc"] = "kiln-no-such-cross-gcc";
+  json mac = c_job("mac", "int m(void) { return 1; }", "shared");
+  mac["toolchain"] = "xcode";
+  json dependant = {{"name", "bundle"}, {"kind", "tar"}, {"inputs", {"@cross"}}};
+  project.manifest({{"jobs", {cross, mac, dependant, c_job("here", "int h(void) { return 1; }")}}});
+  RunResult r = project.build();
+  EXPECT_EQ(r.exit_code, 0) << r.output << r.error_output;
+  std::map<std::string, json> result = jobs_by_name(project.result());
+  EXPECT_EQ(result["cross"]["status"], "skipped");
+  EXPECT_NE(result["cross"]["log"].get<std::string>().find("kiln-no-such-cross-gcc"),
+            std::string::npos);
+  EXPECT_EQ(result["bundle"]["status"], "skipped");
+  EXPECT_EQ(result["here"]["status"], "done");
+  if (!which("xcrun")) {
+    EXPECT_EQ(result["mac"]["status"], "skipped");
+    EXPECT_NE(result["mac"]["log"].get<std::string>().find("xcrun"), std::string::npos);
+  }
+  EXPECT_NE(r.output.find("skipped:\n  cross: toolchain absent"), std::string::npos) << r.output;
 }
 
 TEST(BuildCli, DependenciesAndAFailureThatSkipsDependants) {

@@ -66,6 +66,7 @@ bool is_c_family(const Job& job) {
 std::optional<std::string> c_compiler(const Job& job) {
   if (!job.cc.empty()) return job.cc;
   if (job.toolchain == "ndk") return internal::env("TVM_NDK_CC");
+  if (job.toolchain == "xcode") return std::string("clang");  // Xcode's, on a Mac
   if (job.language == "c") {
     if (auto cc = internal::env("CC")) return cc;
     for (const char* name : {"gcc", "cc", "clang"}) {
@@ -252,6 +253,7 @@ Prepared prepare(const Job& job, const Options& options, ToolIdentities& tools) 
     case JobKind::shared:
     case JobKind::executable: {
       std::optional<std::string> cc = c_compiler(job);
+      if (job.toolchain == "xcode") need("Xcode (xcrun)", "xcrun");
       if (!cc && job.toolchain == "ndk") {
         prepared.skip_reason = "toolchain absent: the ndk toolchain needs TVM_NDK_CC";
       } else {
@@ -267,6 +269,7 @@ Prepared prepare(const Job& job, const Options& options, ToolIdentities& tools) 
           identities.push_back(tools.of(*internal::env("TVM_NDK_CC")));
         }
       } else {
+        if (job.toolchain == "xcode") need("Xcode (xcrun)", "xcrun");
         need("the archiver", "ar");
       }
       break;
