@@ -246,11 +246,7 @@ RunScope::~RunScope() { current_scope = outer_; }
 
 RunScope* RunScope::current() noexcept { return current_scope; }
 
-bool RunScope::cancelled() const {
-  if (limits_.cancel_fd < 0) return false;
-  pollfd p{limits_.cancel_fd, POLLIN, 0};
-  return internal::retry_eintr([&] { return ::poll(&p, 1, 0); }) > 0;
-}
+bool RunScope::cancelled() const { return internal::readable(limits_.cancel_fd); }
 
 void RunScope::record(const RunResult& result) {
   runs_.push_back({result.command_line, result.exit_code, result.signal, result.timed_out,

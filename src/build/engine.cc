@@ -2,7 +2,6 @@
 // under a RunScope with its deadline and the build's cancel descriptor, and settles what follows
 // from its outcome (dependants become ready or are skipped; without keep_going, nothing new
 // starts after a failure).
-#include <poll.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -34,11 +33,7 @@ using Clock = std::chrono::steady_clock;
 
 constexpr std::string_view kTempPrefix = ".kiln-tmp-";
 
-bool readable(int fd) {
-  if (fd < 0) return false;
-  pollfd p{fd, POLLIN, 0};
-  return internal::retry_eintr([&] { return ::poll(&p, 1, 0); }) > 0;
-}
+using internal::readable;
 
 // Temporary directories a kiln build that no longer runs left in `out_dir` (it was SIGKILLed).
 void remove_stale_temporaries(const fs::path& out_dir) {
@@ -54,19 +49,6 @@ void remove_stale_temporaries(const fs::path& out_dir) {
     }
     if (pid > 0 && ::kill(pid, 0) == -1 && errno == ESRCH) fs::remove_all(entry.path(), ec);
   }
-}
-
-// Puts `bytes` at `path` whole or not at all, with `mode`.
-void place_output(const fs::path& path, std::string_view bytes, mode_t mode, size_t job) {
-  fs::path temp = path.parent_path() /
-                  fmt::format("{}{}-{}-{}", kTempPrefix, ::getpid(), job, path.filename().string());
-  internal::write_file_atomically(temp, bytes);
-  if (::chmod(temp.c_str(), mode) != 0) {
-    int error = errno;
-    fs::remove(temp);
-    throw SystemError(fmt::format("chmod '{}'", temp.string()), error);
-  }
-  internal::move_into_place(temp, path);
 }
 
 mode_t output_mode(JobKind kind) {
@@ -234,7 +216,7 @@ class Build {
       std::string key = cache_.enabled() ? detail::cache_key(job, prepared, inputs) : "";
       if (!key.empty()) {
         if (std::optional<std::string> bytes = cache_.get(key)) {
-          place_output(output, *bytes, output_mode(job.kind), i);
+          internal::write_file_atomically(output, *bytes, output_mode(job.kind));
           return {JobStatus::cached, true, false, "", {}};
         }
       }

@@ -87,4 +87,10 @@ long writev_without_sigpipe(int fd, const struct iovec* iov, int count) {
   return written;
 }
 
+bool readable(int fd) {
+  if (fd < 0) return false;
+  pollfd p{fd, POLLIN, 0};
+  return retry_eintr([&] { return ::poll(&p, 1, 0); }) > 0;
+}
+
 }  // namespace kiln::internal

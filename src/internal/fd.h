@@ -69,6 +69,9 @@ long write_without_sigpipe(int fd, const char* data, unsigned long size);
 int poll_until(pollfd* fds, nfds_t count,
                std::optional<std::chrono::steady_clock::time_point> deadline);
 
+// Whether `fd` polls readable right now (false for -1).
+bool readable(int fd);
+
 // The same for writev(2).
 long writev_without_sigpipe(int fd, const struct iovec* iov, int count);
 

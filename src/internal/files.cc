@@ -1,6 +1,9 @@
 #include "internal/files.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
+
+#include <atomic>
 
 #include <fstream>
 #include <sstream>
@@ -26,17 +29,21 @@ void move_into_place(const fs::path& from, const fs::path& to) {
   fs::rename(staging, to);
 }
 
-void write_file_atomically(const fs::path& path, std::string_view bytes) {
-  fs::path temp = path;
-  temp += fmt::format(".kiln-tmp.{}", ::getpid());
+void write_file_atomically(const fs::path& path, std::string_view bytes,
+                           std::optional<unsigned> mode) {
+  static std::atomic<unsigned long> counter{0};
+  fs::path temp = path.parent_path() / fmt::format(".kiln-tmp-{}-{}-{}", ::getpid(), counter++,
+                                                   path.filename().string());
   std::error_code ec;
   {
     std::ofstream out(temp, std::ios::binary | std::ios::trunc);
     out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
     if (out.flush()) {
       out.close();
-      fs::rename(temp, path, ec);
-      if (!ec) return;
+      if (!mode || ::chmod(temp.c_str(), *mode) == 0) {
+        fs::rename(temp, path, ec);
+        if (!ec) return;
+      }
     }
   }
   fs::remove(temp, ec);

@@ -13,9 +13,11 @@ namespace kiln::internal {
 // that, so `to` never holds a partial file. Throws SystemError.
 void move_into_place(const std::filesystem::path& from, const std::filesystem::path& to);
 
-// Writes `bytes` to a temporary file beside `path`, then renames it over `path`; on failure
-// removes the temporary file and throws FileNotFound naming `path`.
-void write_file_atomically(const std::filesystem::path& path, std::string_view bytes);
+// Writes `bytes` to a temporary file beside `path` (".kiln-tmp-<pid>-<n>-<name>", unique per
+// call), gives it `mode` when set, then renames it over `path`; on failure removes the temporary
+// file and throws FileNotFound naming `path`.
+void write_file_atomically(const std::filesystem::path& path, std::string_view bytes,
+                           std::optional<unsigned> mode = std::nullopt);
 
 // The whole file; throws FileNotFound("<missing> '<path>'") when it cannot be opened, so a caller
 // can say what the missing file means ("the compiler wrote no").
