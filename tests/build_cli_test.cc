@@ -228,6 +228,22 @@ TEST(BuildCli, AnAbsentToolchainIsSkippedNotFailed) {
   EXPECT_NE(r.output.find("skipped:\n  cross: toolchain absent"), std::string::npos) << r.output;
 }
 
+// gcc reports a crash of cc1 as an "internal compiler error" and exits 4: that is a crash too.
+TEST(BuildCli, ACompilerReportingItsOwnCrashIsCrashed) {
+  Project project;
+  project.write("ice-cc",
+                "#!/bin/sh\necho 'x.c:1: internal compiler error: Segmentation fault' >&2\n"
+                "exit 4\n",
+                true);
+  json ice = c_job("ice", "int i(void) { return 1; }");
+  ice["cc"] = project.path("ice-cc").string();
+  project.manifest({{"jobs", {ice}}});
+  EXPECT_EQ(project.build().exit_code, 1);
+  json job = jobs_by_name(project.result())["ice"];
+  EXPECT_EQ(job["status"], "crashed") << job.dump();
+  EXPECT_NE(job["log"].get<std::string>().find("internal compiler error"), std::string::npos);
+}
+
 TEST(BuildCli, DependenciesAndAFailureThatSkipsDependants) {
   Project project;
   json jobs = {c_job("a", "int a(void) { return 1; }"),

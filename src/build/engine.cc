@@ -64,20 +64,24 @@ struct Outcome {
 };
 
 // How a job that threw ended, from what its tools did: a tool killed at the deadline is a
-// timeout, one killed by a signal kiln did not send is a crash, a cancel is an interruption.
+// timeout, one killed by a signal kiln did not send is a crash (and so is a compiler driver
+// reporting that its compiler proper crashed: gcc's "internal compiler error", clang's crash
+// banner), a cancel is an interruption.
 Outcome classify_failure(const RunScope& scope, std::string log) {
-  Outcome outcome{JobStatus::failed, false, false, std::move(log), {}};
+  bool cancelled = false;
+  bool timed_out = false;
+  bool crashed = log.find("internal compiler error") != std::string::npos ||
+                 log.find("PLEASE submit a bug report") != std::string::npos;
   for (const RunScope::Record& record : scope.runs()) {
-    if (record.cancelled) {
-      outcome.interrupted = true;
-      outcome.status = JobStatus::skipped;
-    } else if (record.timed_out) {
-      outcome.status = JobStatus::timeout;
-    } else if (record.signal != 0 && outcome.status == JobStatus::failed) {
-      outcome.status = JobStatus::crashed;
-    }
+    cancelled = cancelled || record.cancelled;
+    timed_out = timed_out || record.timed_out;
+    crashed = crashed || (record.signal != 0 && !record.cancelled && !record.timed_out);
   }
-  return outcome;
+  JobStatus status = cancelled   ? JobStatus::skipped
+                     : timed_out ? JobStatus::timeout
+                     : crashed   ? JobStatus::crashed
+                                 : JobStatus::failed;
+  return {status, false, cancelled, std::move(log), {}};
 }
 
 class Build {
