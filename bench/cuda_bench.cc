@@ -18,6 +18,7 @@
 #include "kiln/error.h"
 #include "kiln/pool.h"
 #include "kiln/temp_directory.h"
+#include "testing/cuda_kernel.h"
 
 namespace {
 
@@ -25,20 +26,7 @@ using kiln::bench::median;
 using kiln::bench::time_us;
 namespace cuda = kiln::cuda;
 
-// The issue's test kernel: half, bfloat16, int64_t, INFINITY and inline asm.
-constexpr const char* kKernel = R"(#include <cuda.h>
-#include <cuda_fp16.h>
-#include <cuda_bf16.h>
-extern "C" __global__ void kiln_test(half* h, __nv_bfloat16* b, int64_t* n, float* f) {
-  int i = threadIdx.x;
-  h[i] = h[i] * h[i] + h[i];
-  b[i] = b[i] * b[i];
-  unsigned lane;
-  __asm__ __volatile__("mov.u32 %0, %%laneid;" : "=r"(lane));
-  n[i] += static_cast<int64_t>(lane);
-  f[i] = f[i] > 1.0f ? INFINITY : f[i] / f[i + 1];
-}
-)";
+constexpr const char* kKernel = kiln::testing::kPreambleKernel;
 
 // Kernel number `k`: different source, same shape.
 std::string variant(int k) {

@@ -14,6 +14,7 @@
 #include "kiln/error.h"
 #include "kiln/process.h"
 #include "kiln/temp_directory.h"
+#include "testing/cuda_kernel.h"
 #include "testing/test_support.h"
 
 namespace kiln::cuda {
@@ -22,20 +23,7 @@ namespace {
 namespace fs = std::filesystem;
 using testing::ScopedEnv;
 
-// half, bfloat16, int64_t, INFINITY and inline asm: what the seed's preamble exists for.
-constexpr const char* kKernel = R"(#include <cuda.h>
-#include <cuda_fp16.h>
-#include <cuda_bf16.h>
-extern "C" __global__ void kiln_test(half* h, __nv_bfloat16* b, int64_t* n, float* f) {
-  int i = threadIdx.x;
-  h[i] = h[i] * h[i] + h[i];
-  b[i] = b[i] * b[i];
-  unsigned lane;
-  __asm__ __volatile__("mov.u32 %0, %%laneid;" : "=r"(lane));
-  n[i] += static_cast<int64_t>(lane);
-  f[i] = f[i] > 1.0f ? INFINITY : f[i] / f[i + 1];
-}
-)";
+constexpr const char* kKernel = kiln::testing::kPreambleKernel;
 
 class CudaCompile : public ::testing::Test {
  protected:

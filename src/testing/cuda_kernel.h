@@ -1,0 +1,21 @@
+// The CUDA kernel the tests and the CUDA benchmark compile: half, bfloat16, int64_t, INFINITY and
+// inline asm, what the seed's NVRTC preamble exists for.
+#pragma once
+
+namespace kiln::testing {
+
+inline constexpr const char* kPreambleKernel = R"(#include <cuda.h>
+#include <cuda_fp16.h>
+#include <cuda_bf16.h>
+extern "C" __global__ void kiln_test(half* h, __nv_bfloat16* b, int64_t* n, float* f) {
+  int i = threadIdx.x;
+  h[i] = h[i] * h[i] + h[i];
+  b[i] = b[i] * b[i];
+  unsigned lane;
+  __asm__ __volatile__("mov.u32 %0, %%laneid;" : "=r"(lane));
+  n[i] += static_cast<int64_t>(lane);
+  f[i] = f[i] > 1.0f ? INFINITY : f[i] / f[i + 1];
+}
+)";
+
+}  // namespace kiln::testing
