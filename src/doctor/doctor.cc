@@ -116,16 +116,14 @@ Finding check_cxx_compiler() {
 
 Finding check_cmake() {
   Finding f{"CMake", Status::pass, "", ""};
-  std::optional<RunResult> version = version_of("cmake");
-  std::vector<int> v =
-      version && version->ok() ? parse_version(version->output) : std::vector<int>{};
+  std::vector<int> v = detail::tool_version("cmake");
   if (v.empty()) {
     f.status = Status::fail;
     f.finding = "cmake is not on PATH (or `cmake --version` failed)";
     f.fix = "install CMake >= 3.18 (Debian: apt-get install cmake)";
     return f;
   }
-  std::string text = fmt::format("{}.{}.{}", v[0], v[1], v[2]);
+  std::string text = detail::version_text(v);
   if (v < std::vector<int>{3, 18, 0}) {
     f.status = Status::fail;
     f.finding = fmt::format("cmake {}: TVM needs 3.18 or newer", text);
@@ -147,19 +145,17 @@ Finding check_cmake() {
 
 Finding check_python() {
   Finding f{"Python", Status::pass, "", ""};
-  std::optional<RunResult> version = version_of("python3");
-  std::vector<int> v =
-      version && version->ok() ? parse_version(version->output) : std::vector<int>{};
+  std::vector<int> v = detail::tool_version("python3");
   if (v.empty()) {
     f.status = Status::warn;
     f.finding = "python3 is not on PATH: TVM's Python package cannot be used";
     f.fix = "install Python >= 3.8.10 (Debian: apt-get install python3)";
   } else if (v < std::vector<int>{3, 8, 10}) {
     f.status = Status::warn;
-    f.finding = fmt::format("python3 {}.{}.{}: TVM needs 3.8.10 or newer", v[0], v[1], v[2]);
+    f.finding = fmt::format("python3 {}: TVM needs 3.8.10 or newer", detail::version_text(v));
     f.fix = "install Python >= 3.8.10 (a virtual environment keeps the system one intact)";
   } else {
-    f.finding = fmt::format("python3 {}.{}.{} (>= 3.8.10)", v[0], v[1], v[2]);
+    f.finding = fmt::format("python3 {} (>= 3.8.10)", detail::version_text(v));
   }
   return f;
 }
