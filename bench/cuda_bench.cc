@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "bench_util.h"
-#include "cuda/backends.h"
-#include "cuda/nvrtc_source.h"
+#include "toolchains/cuda/backends.h"
+#include "toolchains/cuda/nvrtc_source.h"
 #include "kiln/cache.h"
 #include "kiln/cuda.h"
 #include "kiln/error.h"

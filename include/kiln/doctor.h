@@ -50,11 +50,6 @@ std::vector<Finding> check_submodules(const std::filesystem::path& source);
 // and symbol versions (GLIBCXX_, CXXABI_, GLIBC_) its libraries lack.
 std::vector<Finding> check_library(const std::filesystem::path& library);
 
-// The -j the guide recommends: max(1, min(cores, available memory / 3 GiB)).
-int recommended_jobs(unsigned cores, unsigned long long available_bytes);
-// The same for this machine: its cores and MemAvailable now.
-int recommended_jobs_here();
-
 // "3.22.1" -> {3, 22, 1}; missing fields are 0. Empty when the text holds no version.
 std::vector<int> parse_version(std::string_view text);
 

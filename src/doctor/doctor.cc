@@ -8,9 +8,10 @@
 
 #include <fmt/format.h>
 
-#include "doctor/support.h"
+#include "support.h"
 #include "kiln/cc.h"
 #include "kiln/error.h"
+#include "kiln/machine.h"
 #include "kiln/paths.h"
 #include "kiln/process.h"
 #include "kiln/temp_directory.h"
@@ -20,18 +21,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-constexpr unsigned long long kGiB = 1ULL << 30;
-
 using detail::first_line;
 using detail::version_of;
-
-unsigned long long available_memory() {
-  std::ifstream meminfo("/proc/meminfo");
-  for (std::string line; std::getline(meminfo, line);) {
-    if (line.starts_with("MemAvailable:")) return std::stoull(line.substr(13)) * 1024;
-  }
-  return 0;
-}
 
 // std::optional, std::variant, std::string_view and std::filesystem in C++17: what TVM needs.
 constexpr const char* kProbe = R"(#include <filesystem>
@@ -65,15 +56,6 @@ std::vector<int> parse_version(std::string_view text) {
   std::match_results<std::string_view::const_iterator> m;
   if (!std::regex_search(text.begin(), text.end(), m, number)) return {};
   return {std::stoi(m[1].str()), std::stoi(m[2].str()), m[3].matched ? std::stoi(m[3].str()) : 0};
-}
-
-int recommended_jobs(unsigned cores, unsigned long long available_bytes) {
-  auto by_memory = static_cast<long long>(available_bytes / (3 * kGiB));
-  return static_cast<int>(std::max<long long>(1, std::min<long long>(cores, by_memory)));
-}
-
-int recommended_jobs_here() {
-  return recommended_jobs(std::max(1U, std::thread::hardware_concurrency()), available_memory());
 }
 
 Finding check_cxx_compiler() {
@@ -161,7 +143,7 @@ Finding check_python() {
 }
 
 Finding check_parallel_jobs() {
-  unsigned cores = std::max(1U, std::thread::hardware_concurrency());
+  unsigned cores = available_cores();
   unsigned long long available = available_memory();
   int jobs = recommended_jobs(cores, available);
   Finding f{"Parallel jobs", Status::pass, "", ""};

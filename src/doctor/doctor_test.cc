@@ -18,11 +18,7 @@ namespace {
 namespace fs = std::filesystem;
 using testing::ScopedEnv;
 
-TEST(Doctor, RecommendedJobsFollowTheGuide) {
-  constexpr unsigned long long kGiB = 1ULL << 30;
-  EXPECT_EQ(recommended_jobs(64, 488 * kGiB), 64);  // the guide's machine: memory allows 162
-  EXPECT_EQ(recommended_jobs(64, 30 * kGiB), 10);
-  EXPECT_EQ(recommended_jobs(8, 2 * kGiB), 1) << "never below one";
+TEST(Doctor, ParseVersion) {
   EXPECT_EQ(parse_version("cmake version 3.22.1"), (std::vector<int>{3, 22, 1}));
   EXPECT_EQ(parse_version("Python 3.11"), (std::vector<int>{3, 11, 0}));
   EXPECT_TRUE(parse_version("no digits").empty());

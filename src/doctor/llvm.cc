@@ -7,7 +7,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "doctor/support.h"
+#include "support.h"
 #include "internal/files.h"
 #include "internal/path_list.h"
 #include "kiln/doctor.h"

@@ -2,7 +2,7 @@
 // records in its index (the .gitmodules file records none), recursively.
 #include <fmt/format.h>
 
-#include "doctor/support.h"
+#include "support.h"
 #include "internal/files.h"
 #include "kiln/doctor.h"
 #include "kiln/error.h"

@@ -1,4 +1,4 @@
-#include "doctor/support.h"
+#include "support.h"
 
 #include <unistd.h>
 

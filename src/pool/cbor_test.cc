@@ -1,4 +1,4 @@
-#include "pool/cbor.h"
+#include "cbor.h"
 
 #include <gtest/gtest.h>
 

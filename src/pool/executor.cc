@@ -18,8 +18,8 @@
 #include "internal/fd.h"
 #include "kiln/error.h"
 #include "kiln/pool.h"
-#include "pool/outcome.h"
-#include "pool/worker_process.h"
+#include "outcome.h"
+#include "worker_process.h"
 
 namespace kiln::pool {
 namespace {

@@ -1,4 +1,4 @@
-#include "pool/frame.h"
+#include "frame.h"
 
 #include <unistd.h>
 
@@ -12,7 +12,7 @@
 
 #include "internal/fd.h"
 #include "kiln/error.h"
-#include "pool/cbor.h"
+#include "cbor.h"
 
 namespace kiln::internal {
 namespace {

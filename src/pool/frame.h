@@ -13,7 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "pool/cbor.h"
+#include "cbor.h"
 
 namespace kiln::internal {
 

@@ -1,4 +1,4 @@
-#include "pool/frame.h"
+#include "frame.h"
 
 #include <fcntl.h>
 

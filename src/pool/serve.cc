@@ -19,8 +19,8 @@
 #include "internal/fd.h"
 #include "kiln/error.h"
 #include "kiln/pool.h"
-#include "pool/frame.h"
-#include "pool/protocol.h"
+#include "frame.h"
+#include "protocol.h"
 
 namespace kiln::pool {
 namespace {

@@ -17,9 +17,9 @@
 #include "kiln/error.h"
 #include "kiln/pool.h"
 #include "kiln/process.h"
-#include "pool/frame.h"
-#include "pool/protocol.h"
-#include "pool/worker_process.h"
+#include "frame.h"
+#include "protocol.h"
+#include "worker_process.h"
 
 namespace kiln::internal {
 namespace {

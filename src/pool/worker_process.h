@@ -14,8 +14,8 @@
 #include "internal/fd.h"
 #include "internal/spawn.h"
 #include "kiln/pool.h"
-#include "pool/frame.h"
-#include "pool/outcome.h"
+#include "frame.h"
+#include "outcome.h"
 
 namespace kiln::internal {
 

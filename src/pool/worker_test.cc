@@ -18,8 +18,8 @@
 #include "kiln/process.h"
 #include "kiln/temp_directory.h"
 #include "kiln_build_info.h"
-#include "pool/frame.h"
-#include "pool/protocol.h"
+#include "frame.h"
+#include "protocol.h"
 #include "testing/test_support.h"
 
 namespace kiln::pool {

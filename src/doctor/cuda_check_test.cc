@@ -6,7 +6,7 @@
 
 #include <fmt/format.h>
 
-#include "doctor/support.h"
+#include "support.h"
 #include "kiln/cuda.h"
 #include "kiln/doctor.h"
 #include "kiln/temp_directory.h"

@@ -21,7 +21,7 @@
 
 #include <fmt/format.h>
 
-#include "internal/archive.h"
+#include "archive.h"
 #include "internal/fd.h"
 #include "kiln/error.h"
 #include "kiln/temp_directory.h"

@@ -6,7 +6,7 @@
 
 #include <fmt/format.h>
 
-#include "cuda/backends.h"
+#include "backends.h"
 #include "internal/files.h"
 #include "kiln/cuda.h"
 #include "kiln/error.h"

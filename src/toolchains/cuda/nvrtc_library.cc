@@ -1,4 +1,4 @@
-#include "cuda/nvrtc_library.h"
+#include "nvrtc_library.h"
 
 #include <dlfcn.h>
 #include <sys/utsname.h>

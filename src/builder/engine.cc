@@ -14,14 +14,14 @@
 
 #include <fmt/format.h>
 
-#include "build/job.h"
+#include "job.h"
 #include "internal/fd.h"
 #include "internal/files.h"
 #include "kiln/build.h"
 #include "kiln/cache.h"
-#include "kiln/doctor.h"
 #include "kiln/error.h"
 #include "kiln/launcher.h"
+#include "kiln/machine.h"
 #include "kiln/process.h"
 #include "kiln/temp_directory.h"
 
@@ -393,7 +393,7 @@ std::string_view status_name(JobStatus status) {
   return "skipped";
 }
 
-int default_jobs() { return doctor::recommended_jobs_here(); }
+int default_jobs() { return recommended_jobs_here(); }
 
 Report run_build(const Manifest& manifest, const Options& options) {
   check_options(options);

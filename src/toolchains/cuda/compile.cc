@@ -8,7 +8,7 @@
 
 #include <fmt/format.h>
 
-#include "cuda/backends.h"
+#include "backends.h"
 #include "internal/files.h"
 #include "internal/shell_words.h"
 #include "kiln/cache.h"

@@ -1,4 +1,4 @@
-#include "internal/archive.h"
+#include "archive.h"
 
 #include <fcntl.h>
 

@@ -1,4 +1,4 @@
-#include "cuda/nvrtc_source.h"
+#include "nvrtc_source.h"
 
 #include <sstream>
 #include <vector>

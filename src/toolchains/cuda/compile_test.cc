@@ -7,8 +7,8 @@
 #include <sstream>
 #include <thread>
 
-#include "cuda/backends.h"
-#include "cuda/nvrtc_source.h"
+#include "backends.h"
+#include "nvrtc_source.h"
 #include "kiln/cache.h"
 #include "kiln/cuda.h"
 #include "kiln/error.h"

@@ -3,7 +3,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "doctor/support.h"
+#include "support.h"
 #include "internal/files.h"
 #include "kiln/cuda.h"
 #include "kiln/doctor.h"

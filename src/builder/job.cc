@@ -1,4 +1,4 @@
-#include "build/job.h"
+#include "job.h"
 
 #include <sys/stat.h>
 

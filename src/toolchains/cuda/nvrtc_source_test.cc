@@ -1,6 +1,6 @@
 // kiln's NVRTC source layout against the seed's: the same declarations, the kernel's leading
 // #include block moved up so that NVRTC's automatic precompiled header covers it.
-#include "cuda/nvrtc_source.h"
+#include "nvrtc_source.h"
 
 #include <gtest/gtest.h>
 

@@ -6,9 +6,9 @@
 
 #include <fmt/format.h>
 
-#include "cuda/backends.h"
-#include "cuda/nvrtc_library.h"
-#include "cuda/nvrtc_source.h"
+#include "backends.h"
+#include "nvrtc_library.h"
+#include "nvrtc_source.h"
 #include "internal/shell_words.h"
 #include "kiln/cuda.h"
 #include "kiln/error.h"
