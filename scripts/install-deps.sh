@@ -31,7 +31,8 @@ packages=(
   libfmt-dev libcli11-dev nlohmann-json3-dev libarchive-dev libxxhash-dev
   googletest libgtest-dev libbenchmark-dev
   ccache distcc
-  rocm-device-libs clang-15 lld-15 llvm-15 gcc-aarch64-linux-gnu
+  rocm-device-libs clang-15 lld-15 llvm-15
+  gcc-aarch64-linux-gnu libc6-dev-arm64-cross  # the cross libc (crti.o), not a Recommends only
   emscripten
 )
 

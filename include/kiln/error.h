@@ -15,6 +15,8 @@
 #include <string>
 #include <string_view>
 
+#include "kiln/ending.h"
+
 namespace kiln {
 
 // The root of every error kiln throws.
@@ -68,17 +70,22 @@ class ToolNotExecutable : public CannotRunTool {
   using CannotRunTool::CannotRunTool;
 };
 
-// A tool ran and failed: non-zero exit, killed by a signal, or ended at its deadline. The message
-// is the seed's: the label, the tool's output, then "Command line: " and the command; when the
-// tool did not simply exit non-zero, a line with its status ("killed by signal SIGSEGV", "timed
-// out after 2s") stands before the command line.
+// A tool ran and failed: non-zero exit, killed by a signal, ended at its deadline or cancelled;
+// ending() says which (kiln/ending.h). The message is the seed's: the label, the tool's output,
+// then "Command line: " and the command; when the tool did not simply exit non-zero, a line with
+// its status ("killed by signal SIGSEGV", "timed out after 2s") stands before the command line.
+// A library that compiles in-process (NVRTC, nvJitLink) reports a failed compile as a ToolFailed
+// with the default ending, exit code 1. kiln::tool_failed() (kiln/process.h) makes one from a
+// RunResult.
 class ToolFailed : public Error {
  public:
+  // `status` empty: ending.text() unless the ending is a plain non-zero exit.
   ToolFailed(std::string label, std::string output, std::string command_line,
-             std::string status = {});
+             Ending ending = Ending::exited(1), std::string status = {});
   const std::string& label() const noexcept { return label_; }
   const std::string& output() const noexcept { return output_; }
   const std::string& command_line() const noexcept { return command_line_; }
+  const Ending& ending() const noexcept { return ending_; }
   // Empty for a plain non-zero exit, else the status line.
   const std::string& status() const noexcept { return status_; }
 
@@ -86,6 +93,7 @@ class ToolFailed : public Error {
   std::string label_;
   std::string output_;
   std::string command_line_;
+  Ending ending_;
   std::string status_;
 };
 

@@ -21,6 +21,7 @@
 #include <string_view>
 #include <vector>
 
+#include "kiln/cuda.h"
 #include "kiln/error.h"
 
 namespace kiln::build {
@@ -50,13 +51,23 @@ std::string_view kind_name(JobKind kind);
 std::optional<JobKind> kind_from_name(std::string_view name);
 
 // The languages a job's sources may be in.
-inline constexpr std::string_view kLanguages[] = {"c", "c++", "cuda", "llvm-ir", "asm", "opencl"};
+enum class Language { c, cxx, cuda, llvm_ir, assembly, opencl };
+inline constexpr Language kLanguages[] = {Language::c,       Language::cxx,      Language::cuda,
+                                          Language::llvm_ir, Language::assembly, Language::opencl};
+// The manifest spelling: "c", "c++", "cuda", "llvm-ir", "asm", "opencl".
+std::string_view language_name(Language language);
+std::optional<Language> language_from_name(std::string_view name);
 // The language of a source file from its extension: .c -> c; .cc .cpp .cxx .c++ .C -> c++;
 // .cu -> cuda; .ll -> llvm-ir; .s .S -> asm; .cl -> opencl. std::nullopt for any other.
-std::optional<std::string_view> language_of(const std::filesystem::path& source);
+std::optional<Language> language_of(const std::filesystem::path& source);
 
-// The values of "toolchain" ("" in a Job means host).
-inline constexpr std::string_view kToolchainNames[] = {"host", "ndk", "xcode"};
+// Whose compiler builds object, shared, executable and static jobs: the host's, the Android NDK's
+// ($TVM_NDK_CC) or Xcode's (xcrun, on a Mac).
+enum class Toolchain { host, ndk, xcode };
+inline constexpr Toolchain kToolchains[] = {Toolchain::host, Toolchain::ndk, Toolchain::xcode};
+// "host", "ndk", "xcode".
+std::string_view toolchain_name(Toolchain toolchain);
+std::optional<Toolchain> toolchain_from_name(std::string_view name);
 
 // A job's timeout when neither the job nor "defaults" gives one.
 inline constexpr double kDefaultTimeoutSeconds = 60;
@@ -81,9 +92,9 @@ struct Job {
   std::vector<std::filesystem::path> sources;
   // Inline source; "" when `sources` is used.
   std::string code;
-  // One of kLanguages: "language" when given, else language_of(sources[0]), else implied by the
-  // kind (cuda -> "cuda"); "" for static and tar jobs.
-  std::string language;
+  // "language" when given, else language_of(sources[0]), else implied by the kind (cuda);
+  // std::nullopt for jobs that compile nothing (static, tar, link-only).
+  std::optional<Language> language;
   std::vector<Input> inputs;
   // The jobs this one waits for: those of its "@name" inputs, then those of "deps", each once.
   std::vector<std::string> deps;
@@ -94,18 +105,18 @@ struct Job {
   double timeout_seconds = 0;
   // The job's value, else the defaults' (for the kinds that inherit it), else "".
   std::string cc;
-  std::string launcher;   // "" or one of kiln::kLauncherNames
-  std::string toolchain;  // "" (host) or one of kToolchainNames
+  std::string launcher;  // "" or one of kiln::kLauncherNames
+  Toolchain toolchain = Toolchain::host;
   // cuda: "sm_90a", "compute_80", ... ("" lets the CUDA module ask the GPU); rocm-co: "gfx90a",
   // ... ("" lets the ROCm module ask the GPU).
   std::string arch;
-  // cuda only. Parsed cuda jobs always have both set: backend "nvrtc" unless given, and format
-  // as kiln::cuda::compile_cuda defaults it ("cubin" with nvrtc, "ptx" with nvcc) unless given.
-  std::string format;
-  std::string backend;
+  // cuda only: the backend (nvrtc unless given) and the format (as kiln::cuda::compile_cuda
+  // defaults it, cubin with nvrtc and ptx with nvcc, unless given).
+  cuda::Format format = cuda::Format::cubin;
+  cuda::Backend backend = cuda::Backend::nvrtc;
 
-  // The file this job produces, "<name>.<extension>" (see JobKind); executables have no
-  // extension. A cuda job with no format uses its backend's default, as above.
+  // The file this job produces, "<name>.<extension>" (see JobKind; a cuda job's extension is its
+  // format); executables have no extension.
   std::filesystem::path output_name() const;
 };
 

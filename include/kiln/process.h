@@ -30,6 +30,9 @@
 #include <string_view>
 #include <vector>
 
+#include "kiln/ending.h"
+#include "kiln/error.h"
+
 namespace kiln {
 
 struct RunOptions {
@@ -74,6 +77,9 @@ struct RunResult {
 
   // True when the child exited with status 0 before the deadline.
   bool ok() const noexcept { return !timed_out && !cancelled && signal == 0 && exit_code == 0; }
+  // The four fields above as one typed value: cancelled, else timed out, else the signal, else
+  // the exit code.
+  Ending ending() const noexcept;
   // "exit code 2", "killed by signal SIGSEGV", "timed out after 1.5s", ...
   std::string status_text() const;
 };
@@ -97,10 +103,7 @@ class RunScope {
   // One run() made in the scope: its command line and how it ended.
   struct Record {
     std::string command_line;
-    int exit_code = -1;
-    int signal = 0;
-    bool timed_out = false;
-    bool cancelled = false;
+    Ending ending;
     std::chrono::nanoseconds duration{0};
   };
 
@@ -129,10 +132,15 @@ class RunScope {
 // the system refuses a resource (pipes, processes). Never throws for what the program does.
 RunResult run(const RunOptions& options);
 
-// Runs a program and returns its result when ok(). Otherwise throws ToolFailed whose message is
-// `label`, the output, the exit status, and "Command line: <command>"; a timeout is reported the
-// same way with "timed out after ..." in the status.
+// Runs a program and returns its result when ok(). Otherwise throws tool_failed(label, result).
 RunResult check(std::string_view label, const RunOptions& options);
+
+// The ToolFailed for a run that did not end ok(): `label`, `output` (default: the run's output,
+// stderr appended when it was not merged), the status line unless it simply exited non-zero
+// ("killed by signal SIGSEGV", "timed out after 2s"), "Command line: <command>", and the run's
+// ending().
+ToolFailed tool_failed(std::string_view label, const RunResult& result);
+ToolFailed tool_failed(std::string_view label, std::string output, const RunResult& result);
 
 // The argument vector as one line, each argument quoted only when a shell would need it.
 std::string format_command_line(const std::vector<std::string>& argv);

@@ -28,13 +28,21 @@ std::string tool_failed_message(std::string_view label, std::string_view output,
 
 }  // namespace
 
+namespace {
+std::string status_line(const Ending& ending, std::string status) {
+  if (!status.empty() || ending.kind == Ending::Kind::exited) return status;
+  return ending.text();
+}
+}  // namespace
+
 ToolFailed::ToolFailed(std::string label, std::string output, std::string command_line,
-                       std::string status)
-    : Error(tool_failed_message(label, output, command_line, status)),
+                       Ending ending, std::string status)
+    : Error(tool_failed_message(label, output, command_line, status_line(ending, status))),
       label_(std::move(label)),
       output_(std::move(output)),
       command_line_(std::move(command_line)),
-      status_(std::move(status)) {}
+      ending_(ending),
+      status_(status_line(ending, std::move(status))) {}
 
 TaskError::TaskError(std::string type_name, std::string message)
     : Error(fmt::format("{}: {}", type_name, message)),

@@ -17,9 +17,25 @@ TEST(Error, ToolFailedKeepsTheSeedsFormat) {
 }
 
 TEST(Error, ToolFailedWithStatusPutsItBeforeTheCommandLine) {
-  ToolFailed e("Compilation error:", "partial", "cc x.c", "killed by signal SIGSEGV");
+  ToolFailed e("Compilation error:", "partial", "cc x.c", Ending::signaled(11));
   EXPECT_STREQ(e.what(),
                "Compilation error:\npartial\nkilled by signal SIGSEGV\nCommand line: cc x.c");
+  EXPECT_EQ(e.ending(), Ending::signaled(11));
+  ToolFailed late("Compilation error:", "", "cc x.c", Ending::timed_out(), "timed out after 2s");
+  EXPECT_EQ(late.status(), "timed out after 2s") << "a given status line wins over the ending's";
+}
+
+TEST(Error, ToolFailedCarriesHowTheToolEnded) {
+  ToolFailed plain("Compilation error:", "", "cc x.c");
+  EXPECT_EQ(plain.ending(), Ending::exited(1)) << "an in-process compile that failed";
+  EXPECT_EQ(plain.status(), "");
+  ToolFailed exited("Compilation error:", "", "cc x.c", Ending::exited(4));
+  EXPECT_EQ(exited.status(), "") << "a plain non-zero exit has no status line";
+  EXPECT_EQ(ToolFailed("x", "", "y", Ending::cancelled()).status(), "cancelled");
+  EXPECT_EQ(Ending::exited(2).text(), "exit code 2");
+  EXPECT_EQ(Ending::timed_out().text(), "timed out");
+  EXPECT_TRUE(Ending::exited(0).ok());
+  EXPECT_FALSE(Ending::signaled(9).ok());
 }
 
 TEST(Error, SystemErrorNamesOperationAndErrno) {

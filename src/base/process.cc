@@ -249,18 +249,44 @@ RunScope* RunScope::current() noexcept { return current_scope; }
 bool RunScope::cancelled() const { return internal::readable(limits_.cancel_fd); }
 
 void RunScope::record(const RunResult& result) {
-  runs_.push_back({result.command_line, result.exit_code, result.signal, result.timed_out,
-                   result.cancelled, result.duration});
+  runs_.push_back({result.command_line, result.ending(), result.duration});
 }
 
 RunResult check(std::string_view label, const RunOptions& options) {
   RunResult result = run(options);
   if (result.ok()) return result;
-  std::string output = result.output;
-  if (!options.merge_stderr) output += result.error_output;
-  std::string status;
-  if (result.timed_out || result.cancelled || result.signal != 0) status = result.status_text();
-  throw ToolFailed(std::string(label), std::move(output), result.command_line, std::move(status));
+  throw tool_failed(label, result);
+}
+
+ToolFailed tool_failed(std::string_view label, const RunResult& result) {
+  return tool_failed(label, result.output + result.error_output, result);
+}
+
+ToolFailed tool_failed(std::string_view label, std::string output, const RunResult& result) {
+  Ending ending = result.ending();
+  std::string status = ending.kind == Ending::Kind::exited ? "" : result.status_text();
+  return {std::string(label), std::move(output), result.command_line, ending, std::move(status)};
+}
+
+Ending RunResult::ending() const noexcept {
+  if (cancelled) return Ending::cancelled();
+  if (timed_out) return Ending::timed_out();
+  if (signal != 0) return Ending::signaled(signal);
+  return Ending::exited(exit_code);
+}
+
+std::string Ending::text() const {
+  switch (kind) {
+    case Kind::exited:
+      break;
+    case Kind::signaled:
+      return fmt::format("killed by signal {}", signal_name(value));
+    case Kind::timed_out:
+      return "timed out";
+    case Kind::cancelled:
+      return "cancelled";
+  }
+  return fmt::format("exit code {}", value);
 }
 
 std::string RunResult::status_text() const {

@@ -208,6 +208,7 @@ TEST(Process, DeathBySignalIsReportedAsSuch) {
   EXPECT_EQ(r.exit_code, -1);
   EXPECT_FALSE(r.timed_out);
   EXPECT_EQ(r.status_text(), "killed by signal SIGSEGV");
+  EXPECT_EQ(r.ending(), Ending::signaled(SIGSEGV));
 }
 
 TEST(Process, CheckRaisesToolFailedWithTheSeedsMessage) {
@@ -220,6 +221,7 @@ TEST(Process, CheckRaisesToolFailedWithTheSeedsMessage) {
     EXPECT_EQ(std::string(e.what()), expected);
     EXPECT_EQ(e.label(), "Compilation error:");
     EXPECT_EQ(e.status(), "");
+    EXPECT_EQ(e.ending(), Ending::exited(1));
   }
 }
 
@@ -229,6 +231,7 @@ TEST(Process, CheckReportsSignalAndTimeoutInTheMessage) {
     FAIL();
   } catch (const ToolFailed& e) {
     EXPECT_EQ(e.status(), "killed by signal SIGABRT");
+    EXPECT_EQ(e.ending(), Ending::signaled(SIGABRT));
     EXPECT_NE(std::string(e.what()).find("killed by signal SIGABRT\nCommand line: "),
               std::string::npos);
   }
@@ -237,6 +240,7 @@ TEST(Process, CheckReportsSignalAndTimeoutInTheMessage) {
     FAIL();
   } catch (const ToolFailed& e) {
     EXPECT_TRUE(e.status().starts_with("timed out after")) << e.status();
+    EXPECT_EQ(e.ending(), Ending::timed_out());
   }
   EXPECT_EQ(check("x", {.argv = {"/bin/echo", "ok"}}).output, "ok\n");
 }
@@ -291,7 +295,7 @@ TEST(RunScope, DeadlineCapsRunsAndIsRecorded) {
   EXPECT_TRUE(late.timed_out) << "past the deadline nothing starts";
   ASSERT_EQ(scope.runs().size(), 2u);
   EXPECT_EQ(scope.runs()[0].command_line, "sleep 30");
-  EXPECT_TRUE(scope.runs()[0].timed_out);
+  EXPECT_EQ(scope.runs()[0].ending, Ending::timed_out());
 }
 
 // Writing to the cancel descriptor kills the running child from another thread's point of view

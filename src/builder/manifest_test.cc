@@ -75,7 +75,7 @@ TEST_F(ManifestTest, IssueExampleParses) {
   EXPECT_EQ(add.name, "add");
   EXPECT_EQ(add.kind, JobKind::shared);
   EXPECT_EQ(add.sources, std::vector<fs::path>{tmp_ / "add.c"});
-  EXPECT_EQ(add.language, "c");
+  EXPECT_EQ(add.language, Language::c);
   EXPECT_EQ(add.options, std::vector<std::string>{"-O2"});
   EXPECT_EQ(add.timeout_seconds, 60);
   EXPECT_EQ(add.cc, "gcc");
@@ -85,7 +85,7 @@ TEST_F(ManifestTest, IssueExampleParses) {
   EXPECT_EQ(add_o.kind, JobKind::object);
   EXPECT_TRUE(add_o.sources.empty());
   EXPECT_EQ(add_o.code, "int add(int a,int b){return a+b;}");
-  EXPECT_EQ(add_o.language, "c");
+  EXPECT_EQ(add_o.language, Language::c);
   EXPECT_EQ(add_o.output_name(), "add_o.o");
 
   const Job& libadd = m.jobs[2];
@@ -97,10 +97,10 @@ TEST_F(ManifestTest, IssueExampleParses) {
   EXPECT_EQ(libadd.output_name(), "libadd.a");
 
   const Job& gemm = m.jobs[3];
-  EXPECT_EQ(gemm.language, "cuda");
+  EXPECT_EQ(gemm.language, Language::cuda);
   EXPECT_EQ(gemm.arch, "sm_90a");
-  EXPECT_EQ(gemm.format, "cubin");
-  EXPECT_EQ(gemm.backend, "nvrtc");
+  EXPECT_EQ(gemm.format, cuda::Format::cubin);
+  EXPECT_EQ(gemm.backend, cuda::Backend::nvrtc);
   EXPECT_EQ(gemm.cc, "");  // the defaults' cc is for C/C++ compiles
   EXPECT_EQ(gemm.output_name(), "gemm.cubin");
 
@@ -138,7 +138,7 @@ TEST_F(ManifestTest, HeaderExampleReadsAFileBesideItsSources) {
   EXPECT_EQ(manifest.directory, tmp_ / "examples");
   EXPECT_EQ(manifest.jobs[1].sources[0], tmp_ / "examples/add.c");
   EXPECT_TRUE(manifest.jobs[0].sources.empty());  // a link-only job compiles nothing
-  EXPECT_EQ(manifest.jobs[0].language, "");
+  EXPECT_EQ(manifest.jobs[0].language, std::nullopt);
 }
 
 TEST_F(ManifestTest, MissingFileIsFileNotFound) {
@@ -164,14 +164,14 @@ TEST_F(ManifestTest, EveryKindWithItsOutputName) {
   EXPECT_EQ(names, (std::vector<std::string>{"o.o", "so.so", "exe", "a.a", "ll.ll", "ptx.ptx",
                                              "fat.fatbin", "co.hsaco", "w.wasm", "t.tar"}));
   EXPECT_EQ(m.jobs[0].sources[0], tmp_ / "add.c");  // lexically normal
-  EXPECT_EQ(m.jobs[1].language, "c");               // from the first source
+  EXPECT_EQ(m.jobs[1].language, Language::c);       // from the first source
   EXPECT_EQ(m.jobs[1].inputs[1].file, tmp_ / "lib/prebuilt.o");
   EXPECT_TRUE(m.jobs[1].inputs[1].job.empty());
-  EXPECT_EQ(m.jobs[2].language, "c++");
-  EXPECT_EQ(m.jobs[5].language, "cuda");  // implied by the kind
-  EXPECT_EQ(m.jobs[5].format, "ptx");     // nvcc's default, as kiln::cuda's
-  EXPECT_EQ(m.jobs[6].backend, "nvrtc");
-  EXPECT_EQ(m.jobs[7].language, "opencl");
+  EXPECT_EQ(m.jobs[2].language, Language::cxx);
+  EXPECT_EQ(m.jobs[5].language, Language::cuda);   // implied by the kind
+  EXPECT_EQ(m.jobs[5].format, cuda::Format::ptx);  // nvcc's default, as kiln::cuda's
+  EXPECT_EQ(m.jobs[6].backend, cuda::Backend::nvrtc);
+  EXPECT_EQ(m.jobs[7].language, Language::opencl);
   EXPECT_EQ(m.jobs[7].arch, "gfx90a");
   EXPECT_EQ(m.jobs[9].inputs[1].file, tmp_ / "notes.txt");
 }
@@ -192,17 +192,17 @@ TEST_F(ManifestTest, DefaultsApplyToTheKindsTheyFit) {
   EXPECT_EQ(so.timeout_seconds, 0);
   EXPECT_EQ(so.cc, "clang");
   EXPECT_EQ(so.launcher, "ccache");
-  EXPECT_EQ(so.toolchain, "ndk");
+  EXPECT_EQ(so.toolchain, Toolchain::ndk);
   EXPECT_EQ(so.arch, "");
-  EXPECT_EQ(m.jobs[1].toolchain, "");  // "host" is spelled ""
+  EXPECT_EQ(m.jobs[1].toolchain, Toolchain::host);
   EXPECT_EQ(m.jobs[1].timeout_seconds, 5);
   const Job& k = m.jobs[2];
   EXPECT_EQ(k.options, std::vector<std::string>{"-lineinfo"});  // host options are not nvcc's
   EXPECT_EQ(k.cc, "");
   EXPECT_EQ(k.launcher, "");
   EXPECT_EQ(k.arch, "sm_80");
-  EXPECT_EQ(k.format, "ptx");
-  EXPECT_EQ(k.backend, "nvcc");
+  EXPECT_EQ(k.format, cuda::Format::ptx);
+  EXPECT_EQ(k.backend, cuda::Backend::nvcc);
   EXPECT_EQ(m.jobs[3].arch, "");  // a defaults' arch is a CUDA arch
   EXPECT_EQ(m.jobs[4].timeout_seconds, 1.5);
 }
@@ -234,15 +234,15 @@ TEST_F(ManifestTest, KindNamesRoundTrip) {
 }
 
 TEST_F(ManifestTest, LanguageOfExtensions) {
-  EXPECT_EQ(language_of("a.c"), "c");
+  EXPECT_EQ(language_of("a.c"), Language::c);
   for (const char* file : {"a.cc", "a.cpp", "a.cxx", "a.c++", "a.C"}) {
-    EXPECT_EQ(language_of(file), "c++") << file;
+    EXPECT_EQ(language_of(file), Language::cxx) << file;
   }
-  EXPECT_EQ(language_of("a.cu"), "cuda");
-  EXPECT_EQ(language_of("a.ll"), "llvm-ir");
-  EXPECT_EQ(language_of("a.s"), "asm");
-  EXPECT_EQ(language_of("a.S"), "asm");
-  EXPECT_EQ(language_of("a.cl"), "opencl");
+  EXPECT_EQ(language_of("a.cu"), Language::cuda);
+  EXPECT_EQ(language_of("a.ll"), Language::llvm_ir);
+  EXPECT_EQ(language_of("a.s"), Language::assembly);
+  EXPECT_EQ(language_of("a.S"), Language::assembly);
+  EXPECT_EQ(language_of("a.cl"), Language::opencl);
   EXPECT_EQ(language_of("a.o"), std::nullopt);
   EXPECT_EQ(language_of("Makefile"), std::nullopt);
 }

@@ -3,11 +3,11 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "support.h"
 #include "internal/files.h"
 #include "kiln/cuda.h"
 #include "kiln/doctor.h"
 #include "kiln/error.h"
+#include "support.h"
 
 namespace kiln::doctor {
 namespace {

@@ -8,13 +8,13 @@
 
 #include <fmt/format.h>
 
-#include "support.h"
 #include "kiln/cc.h"
 #include "kiln/error.h"
 #include "kiln/machine.h"
 #include "kiln/paths.h"
 #include "kiln/process.h"
 #include "kiln/temp_directory.h"
+#include "support.h"
 
 namespace kiln::doctor {
 namespace {

@@ -17,12 +17,12 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "support.h"
 #include "internal/files.h"
 #include "internal/path_list.h"
 #include "kiln/doctor.h"
 #include "kiln/elf_dynamic.h"
 #include "kiln/error.h"
+#include "support.h"
 
 namespace kiln::doctor {
 namespace {

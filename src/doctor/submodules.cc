@@ -2,10 +2,10 @@
 // records in its index (the .gitmodules file records none), recursively.
 #include <fmt/format.h>
 
-#include "support.h"
 #include "internal/files.h"
 #include "kiln/doctor.h"
 #include "kiln/error.h"
+#include "support.h"
 
 namespace kiln::doctor {
 namespace {
@@ -42,8 +42,7 @@ struct Gitlink {
 std::vector<Gitlink> recorded_submodules(const fs::path& top) {
   Git listed = git(top, {"ls-files", "--stage", "-z"});
   if (!listed.result.ok()) {
-    throw ToolFailed("git ls-files failed:", listed.result.error_output,
-                     listed.result.command_line);
+    throw tool_failed("git ls-files failed:", listed.result.error_output, listed.result);
   }
   std::vector<Gitlink> links;
   const std::string& text = listed.result.output;

@@ -78,7 +78,8 @@ RunResult compile(Mode mode, const fs::path& output, const std::vector<fs::path>
     if (mode_note.empty()) throw;
     std::string output_text = e.output();
     if (!output_text.empty() && !output_text.ends_with('\n')) output_text += '\n';
-    throw ToolFailed(e.label(), output_text + std::string(mode_note), e.command_line(), e.status());
+    throw ToolFailed(e.label(), output_text + std::string(mode_note), e.command_line(), e.ending(),
+                     e.status());
   }
 }
 

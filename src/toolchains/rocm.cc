@@ -85,8 +85,7 @@ void rocm_link(const fs::path& in, const fs::path& out, const std::string& lld) 
   RunResult result =
       run({.argv = {linker, "--no-undefined", "-shared", in.string(), "-o", out.string()}});
   if (!result.ok()) {
-    throw ToolFailed("Linking error using ld.lld:", result.output, result.command_line,
-                     result.exit_code > 0 ? "" : result.status_text());
+    throw tool_failed("Linking error using ld.lld:", result.output, result);
   }
 }
 

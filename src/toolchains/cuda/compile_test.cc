@@ -8,12 +8,12 @@
 #include <thread>
 
 #include "backends.h"
-#include "nvrtc_source.h"
 #include "kiln/cache.h"
 #include "kiln/cuda.h"
 #include "kiln/error.h"
 #include "kiln/process.h"
 #include "kiln/temp_directory.h"
+#include "nvrtc_source.h"
 #include "testing/cuda_kernel.h"
 #include "testing/test_support.h"
 

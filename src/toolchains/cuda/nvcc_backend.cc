@@ -28,8 +28,7 @@ void write_file(const fs::path& path, std::string_view bytes) {
 void run_stage(const std::string& code, std::vector<std::string> argv) {
   RunResult result = run({.argv = std::move(argv)});
   if (!result.ok()) {
-    throw ToolFailed(code, "Compilation error:\n" + result.output, result.command_line,
-                     result.exit_code > 0 ? "" : result.status_text());
+    throw tool_failed(code, "Compilation error:\n" + result.output, result);
   }
 }
 

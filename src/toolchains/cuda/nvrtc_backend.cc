@@ -7,12 +7,12 @@
 #include <fmt/format.h>
 
 #include "backends.h"
-#include "nvrtc_library.h"
-#include "nvrtc_source.h"
 #include "internal/shell_words.h"
 #include "kiln/cuda.h"
 #include "kiln/error.h"
 #include "kiln/process.h"
+#include "nvrtc_library.h"
+#include "nvrtc_source.h"
 
 namespace kiln::cuda::internal {
 namespace {
@@ -195,7 +195,7 @@ NvrtcOutput run_nvrtc(const std::string& code, const std::string& source,
     std::vector<std::string> command = {"nvrtc"};
     command.insert(command.end(), options.begin(), options.end());
     throw ToolFailed(code, "NVRTC compilation failed:\n" + program.log(),
-                     format_command_line(command), nvrtc_error(r));
+                     format_command_line(command), Ending::exited(1), nvrtc_error(r));
   }
   const char* what = cubin ? "CUBIN" : "PTX";
   std::size_t size = 0;

@@ -1,0 +1,120 @@
+#include "job_runner.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include "internal/files.h"
+#include "kiln/error.h"
+#include "kiln/temp_directory.h"
+
+namespace kiln::build::detail {
+namespace {
+
+namespace fs = std::filesystem;
+
+mode_t output_mode(JobKind kind) {
+  return kind == JobKind::executable || kind == JobKind::shared ? 0755 : 0644;
+}
+
+// gcc's and clang's words for a crash of the compiler proper, which the driver survives.
+bool reports_compiler_crash(std::string_view output) {
+  return output.find("internal compiler error") != std::string_view::npos ||
+         output.find("PLEASE submit a bug report") != std::string_view::npos;
+}
+
+Attempt failed(std::optional<Ending> ending, std::string log, bool compiler_crashed = false) {
+  return {.result = Attempt::Result::failed,
+          .ending = ending,
+          .compiler_crashed = compiler_crashed,
+          .log = std::move(log)};
+}
+
+// What an exception from making a job says about how it went.
+Attempt attempt_of_exception() {
+  try {
+    throw;
+  } catch (const ToolFailed& e) {
+    return failed(e.ending(), e.what(), reports_compiler_crash(e.output()));
+  } catch (const TimeoutError& e) {  // a pool worker (NVRTC) past the deadline
+    return failed(Ending::timed_out(), e.what());
+  } catch (const Cancelled& e) {
+    return failed(Ending::cancelled(), e.what());
+  } catch (const ChildProcessError& e) {  // a pool worker (NVRTC) died; its message names how
+    return failed(Ending::signaled(0), e.what());
+  } catch (const ToolNotFound& e) {
+    return {.result = Attempt::Result::skipped,
+            .log = fmt::format("toolchain absent: {}", e.what())};
+  } catch (const std::exception& e) {
+    return failed(std::nullopt, e.what());
+  }
+}
+
+}  // namespace
+
+BuildRunner::BuildRunner(const Manifest& manifest, const Options& options, int threads)
+    : manifest_(manifest),
+      options_(options),
+      out_dir_(fs::absolute(options.out_dir)),
+      cache_(options.use_cache ? Cache::open() : Cache::disabled()),
+      tools_(cache_) {
+  for (int t = 0; t < threads; ++t) nvrtc_workers_.push_back(std::make_unique<pool::Worker>());
+}
+
+std::vector<fs::path> BuildRunner::inputs_of(std::size_t index) const {
+  std::vector<fs::path> inputs;
+  for (const Input& input : manifest_.jobs[index].inputs) {
+    inputs.push_back(input.job.empty() ? input.file : output_of(*manifest_.index_of(input.job)));
+  }
+  return inputs;
+}
+
+fs::path BuildRunner::output_of(std::size_t index) const {
+  return out_dir_ / manifest_.jobs[index].output_name();
+}
+
+Attempt BuildRunner::run(std::size_t index, const RunScope::Limits& limits, int worker) {
+  RunScope scope(limits);          // finding the tools runs them too (--version): under the limits
+  std::optional<RunScope> making;  // the job's own tool runs, apart from those probes
+  Attempt attempt;
+  try {
+    attempt = make(index, limits, worker, making);
+  } catch (...) {
+    attempt = attempt_of_exception();
+  }
+  if (making) {  // tool probes (--version) are not the job's commands
+    for (const auto& record : making->runs()) attempt.commands.push_back(record.command_line);
+  }
+  return attempt;
+}
+
+Attempt BuildRunner::make(std::size_t index, const RunScope::Limits& limits, int worker,
+                          std::optional<RunScope>& making) {
+  const Job& job = manifest_.jobs[index];
+  Recipe recipe = prepare(job, options_, tools_);
+  if (!recipe.skip_reason.empty()) {
+    return {.result = Attempt::Result::skipped, .log = recipe.skip_reason};
+  }
+  std::vector<fs::path> inputs = inputs_of(index);
+  fs::path output = output_of(index);
+  std::string key = cache_.enabled() ? cache_key(job, recipe, inputs) : "";
+  if (!key.empty()) {
+    if (std::optional<std::string> bytes = cache_.get(key)) {
+      internal::write_file_atomically(output, *bytes, output_mode(job.kind));
+      return {.result = Attempt::Result::from_cache, .output = output};
+    }
+  }
+  TempDirectory work(
+      {.custom_path = out_dir_ / fmt::format("{}{}-{}", kTempPrefix, ::getpid(), index)});
+  fs::path made = work.path() / job.output_name();
+  making.emplace(limits);
+  execute(job, recipe, inputs, work.path(), made, *nvrtc_workers_[static_cast<size_t>(worker)]);
+  std::string bytes = internal::read_file(made, "the job made no output");
+  if (!key.empty()) cache_.put(key, bytes);
+  ::chmod(made.c_str(), output_mode(job.kind));
+  internal::move_into_place(made, output);
+  return {.result = Attempt::Result::made, .output = output};
+}
+
+}  // namespace kiln::build::detail

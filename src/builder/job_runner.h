@@ -1,0 +1,44 @@
+// kiln build's JobRunner (runner.h): finds a job's tools, looks its output up in the cache, else
+// makes it in a temporary directory inside the output directory and moves it into place whole.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "kiln/cache.h"
+#include "kiln/pool.h"
+#include "recipe.h"
+#include "runner.h"
+
+namespace kiln::build::detail {
+
+class BuildRunner final : public JobRunner {
+ public:
+  // `threads`: how many scheduler threads will call run() (each gets its own NVRTC worker,
+  // started only when that thread meets an NVRTC job).
+  BuildRunner(const Manifest& manifest, const Options& options, int threads);
+  Attempt run(std::size_t index, const RunScope::Limits& limits, int worker) override;
+
+  // The absolute paths of job `index`'s inputs, dependency outputs included.
+  std::vector<std::filesystem::path> inputs_of(std::size_t index) const;
+  // Where job `index`'s output goes.
+  std::filesystem::path output_of(std::size_t index) const;
+  const Cache& cache() const noexcept { return cache_; }
+  ToolIdentities& tools() noexcept { return tools_; }
+
+ private:
+  Attempt make(std::size_t index, const RunScope::Limits& limits, int worker,
+               std::optional<RunScope>& making);
+
+  const Manifest& manifest_;
+  const Options& options_;
+  std::filesystem::path out_dir_;
+  Cache cache_;
+  ToolIdentities tools_;
+  std::vector<std::unique_ptr<pool::Worker>> nvrtc_workers_;
+};
+
+// The prefix of the temporary directories kiln build makes in its output directory.
+inline constexpr std::string_view kTempPrefix = ".kiln-tmp-";
+
+}  // namespace kiln::build::detail

@@ -1,0 +1,65 @@
+// The seam between kiln build's scheduler and the work it schedules, as ninja's CommandRunner:
+// the scheduler decides which job runs when and what its end means for the others; a JobRunner
+// runs one job and says how it went. kiln build's runner (job_runner.h) compiles; the scheduler's
+// tests (engine_test.cc) drive it with a scripted runner and no compiler at all.
+#pragma once
+
+#include <cstddef>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "kiln/build.h"
+#include "kiln/ending.h"
+#include "kiln/process.h"
+
+namespace kiln::build::detail {
+
+// How one job went, as its runner saw it.
+struct Attempt {
+  enum class Result { made, from_cache, skipped, failed };
+  Result result = Result::failed;
+  // failed: how the tool that failed ended; std::nullopt when the job failed without a tool
+  // failing (a source that cannot be read, an error inside kiln).
+  std::optional<Ending> ending{};
+  // failed: the compiler driver reported that its compiler proper crashed (gcc's "internal
+  // compiler error", clang's crash banner), though the driver itself exited.
+  bool compiler_crashed = false;
+  // made / from_cache: the output file.
+  std::filesystem::path output{};
+  // failed: what went wrong, in full; skipped: why.
+  std::string log{};
+  // Each command the job ran, as a shell would quote it.
+  std::vector<std::string> commands{};
+};
+
+class JobRunner {
+ public:
+  virtual ~JobRunner() = default;
+  // Runs job `index` of the manifest on scheduler thread `worker` (0-based), honouring `limits`
+  // (the job's deadline and the build's cancel descriptor) in everything it starts, and returns
+  // how it went; it never throws. Called concurrently from different workers, never for two jobs
+  // at once on one worker.
+  virtual Attempt run(std::size_t index, const RunScope::Limits& limits, int worker) = 0;
+};
+
+// What an attempt means for the build.
+struct Verdict {
+  JobStatus status = JobStatus::failed;
+  // The build was interrupted while this job ran (status is then skipped).
+  bool interrupted = false;
+};
+
+// The status of a job from its attempt and whether the build had been cancelled by the time it
+// ended. For a failure, the first that applies: cancelled (the build's cancel descriptor, or a
+// tool ending "cancelled") > timeout > crashed (a signal, or compiler_crashed) > failed.
+Verdict verdict_of(const Attempt& attempt, bool build_cancelled);
+
+// Runs every job of `manifest` through `runner` on `threads` threads: dependants of a job that
+// did not succeed are skipped naming it, without options.keep_going nothing new starts after the
+// first failure, a readable options.cancel_fd interrupts the build, never more than `threads`
+// jobs run at once. Each job's deadline is options.timeout, else its own timeout_seconds.
+Report schedule(const Manifest& manifest, const Options& options, int threads, JobRunner& runner);
+
+}  // namespace kiln::build::detail

@@ -1,0 +1,260 @@
+// kiln build's scheduler (runner.h): a fixed set of threads takes ready jobs in dependency order,
+// hands each to the JobRunner with its deadline and the build's cancel descriptor, and settles
+// what follows from how it went (dependants become ready or are skipped; without keep_going,
+// nothing new starts after a failure; a cancel interrupts everything).
+#include <algorithm>
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "internal/fd.h"
+#include "kiln/error.h"
+#include "runner.h"
+
+namespace kiln::build::detail {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+bool succeeded(JobStatus status) {
+  return status == JobStatus::done || status == JobStatus::cached;
+}
+
+std::string_view ended_in_words(JobStatus status) {
+  switch (status) {
+    case JobStatus::timeout:
+      return "timed out";
+    case JobStatus::crashed:
+      return "crashed";
+    case JobStatus::skipped:
+      return "was skipped";
+    default:
+      return "failed";
+  }
+}
+
+class Scheduler {
+ public:
+  Scheduler(const Manifest& manifest, const Options& options, JobRunner& runner);
+  Report run(int threads);
+
+ private:
+  void serve(int worker);
+  RunScope::Limits limits_of(const Job& job) const;
+  void settle(size_t i, const Attempt& attempt);
+  void skip_dependants(size_t i, const std::string& why);
+  void skip_pending(const std::string& why);
+  void skip(size_t i, std::string why);
+  void finish(size_t i);
+  void interrupt();
+  void emit(Event::Kind kind, const JobResult& job);
+  double seconds_since_start() const {
+    return std::chrono::duration<double>(Clock::now() - start_).count();
+  }
+
+  const Manifest& manifest_;
+  const Options& options_;
+  JobRunner& runner_;
+  Clock::time_point start_;
+
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  std::vector<JobResult> results_;
+  std::vector<size_t> waiting_on_;
+  std::vector<std::vector<size_t>> dependants_;
+  std::vector<size_t> position_;
+  std::deque<size_t> ready_;
+  size_t unfinished_ = 0;
+  size_t finished_ = 0;
+  bool stopped_ = false;
+  bool interrupted_ = false;
+};
+
+Scheduler::Scheduler(const Manifest& manifest, const Options& options, JobRunner& runner)
+    : manifest_(manifest),
+      options_(options),
+      runner_(runner),
+      results_(manifest.jobs.size()),
+      waiting_on_(manifest.jobs.size(), 0),
+      dependants_(manifest.jobs.size()),
+      position_(manifest.jobs.size(), 0),
+      unfinished_(manifest.jobs.size()) {
+  for (size_t i = 0; i < manifest.jobs.size(); ++i) {
+    const Job& job = manifest.jobs[i];
+    results_[i].name = job.name;
+    results_[i].kind = job.kind;
+    for (const std::string& dep : job.deps) {
+      std::optional<size_t> d = manifest.index_of(dep);
+      if (!d) {
+        throw InvalidArgument(
+            fmt::format("job \"{}\" waits for unknown job \"{}\"", job.name, dep));
+      }
+      dependants_[*d].push_back(i);
+      ++waiting_on_[i];
+    }
+  }
+  for (size_t p = 0; p < manifest.order.size(); ++p) position_[manifest.order[p]] = p;
+  for (size_t i : manifest.order) {
+    if (waiting_on_[i] == 0) ready_.push_back(i);
+  }
+}
+
+Report Scheduler::run(int threads) {
+  start_ = Clock::now();
+  std::vector<std::thread> pool;
+  pool.reserve(static_cast<size_t>(threads));
+  for (int t = 0; t < threads; ++t) pool.emplace_back([this, t] { serve(t); });
+  for (std::thread& thread : pool) thread.join();
+  Report report;
+  report.jobs = std::move(results_);
+  report.threads = threads;
+  Summary& s = report.summary;
+  s.seconds = seconds_since_start();
+  s.interrupted = interrupted_;
+  for (const JobResult& r : report.jobs) {
+    std::size_t* count[] = {&s.skipped, &s.skipped, &s.done,    &s.cached,
+                            &s.failed,  &s.timeout, &s.crashed, &s.skipped};
+    ++*count[static_cast<size_t>(r.status)];
+  }
+  return report;
+}
+
+RunScope::Limits Scheduler::limits_of(const Job& job) const {
+  RunScope::Limits limits{.cancel_fd = options_.cancel_fd};
+  double timeout = options_.timeout.value_or(job.timeout_seconds);
+  if (timeout > 0) {
+    limits.deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                         std::chrono::duration<double>(timeout));
+  }
+  return limits;
+}
+
+void Scheduler::serve(int worker) {
+  std::unique_lock lock(mutex_);
+  for (;;) {
+    if (!interrupted_ && internal::readable(options_.cancel_fd)) interrupt();
+    if (unfinished_ == 0) break;
+    if (ready_.empty()) {
+      changed_.wait_for(lock, std::chrono::milliseconds(50));
+      continue;
+    }
+    auto next = std::min_element(ready_.begin(), ready_.end(), [this](size_t a, size_t b) {
+      return position_[a] < position_[b];
+    });
+    size_t i = *next;
+    ready_.erase(next);
+    JobResult& result = results_[i];
+    result.status = JobStatus::running;
+    result.worker = worker;
+    result.start_seconds = seconds_since_start();
+    emit(Event::started, result);
+    RunScope::Limits limits = limits_of(manifest_.jobs[i]);
+    lock.unlock();
+    Attempt attempt = runner_.run(i, limits, worker);
+    lock.lock();
+    settle(i, attempt);
+    changed_.notify_all();
+  }
+  changed_.notify_all();
+}
+
+// Called with the lock held.
+void Scheduler::settle(size_t i, const Attempt& attempt) {
+  Verdict verdict = verdict_of(attempt, internal::readable(options_.cancel_fd));
+  JobResult& result = results_[i];
+  result.status = verdict.status;
+  result.cached = attempt.result == Attempt::Result::from_cache;
+  result.log = verdict.interrupted ? "interrupted" : attempt.log;
+  result.commands = attempt.commands;
+  result.end_seconds = seconds_since_start();
+  result.seconds = result.end_seconds - result.start_seconds;
+  if (succeeded(verdict.status)) result.output = attempt.output;
+  finish(i);
+  if (verdict.interrupted) interrupt();
+  if (succeeded(verdict.status)) {
+    for (size_t d : dependants_[i]) {
+      if (--waiting_on_[d] == 0 && results_[d].status == JobStatus::pending) ready_.push_back(d);
+    }
+    return;
+  }
+  skip_dependants(i,
+                  fmt::format("dependency \"{}\" {}", result.name, ended_in_words(verdict.status)));
+  if (verdict.status != JobStatus::skipped && !options_.keep_going && !stopped_) {
+    stopped_ = true;
+    skip_pending(fmt::format("not started: \"{}\" {} (--keep-going builds the rest)", result.name,
+                             status_name(verdict.status)));
+  }
+}
+
+void Scheduler::skip_dependants(size_t i, const std::string& why) {
+  for (size_t d : dependants_[i]) {
+    if (results_[d].status != JobStatus::pending) continue;
+    skip(d, why);
+    skip_dependants(d, fmt::format("dependency \"{}\" was skipped", results_[d].name));
+  }
+}
+
+void Scheduler::skip_pending(const std::string& why) {
+  for (size_t i : manifest_.order) {
+    if (results_[i].status == JobStatus::pending) skip(i, why);
+  }
+  ready_.clear();
+}
+
+void Scheduler::skip(size_t i, std::string why) {
+  JobResult& result = results_[i];
+  result.status = JobStatus::skipped;
+  result.log = std::move(why);
+  result.start_seconds = result.end_seconds = seconds_since_start();
+  ready_.erase(std::remove(ready_.begin(), ready_.end(), i), ready_.end());
+  finish(i);
+}
+
+void Scheduler::finish(size_t i) {
+  --unfinished_;
+  ++finished_;
+  emit(Event::finished, results_[i]);
+}
+
+void Scheduler::interrupt() {
+  if (interrupted_) return;
+  interrupted_ = true;
+  stopped_ = true;
+  skip_pending("interrupted");
+}
+
+void Scheduler::emit(Event::Kind kind, const JobResult& job) {
+  if (!options_.on_event) return;
+  options_.on_event({kind, &job, finished_, results_.size()});
+}
+
+}  // namespace
+
+Verdict verdict_of(const Attempt& attempt, bool build_cancelled) {
+  switch (attempt.result) {
+    case Attempt::Result::made:
+      return {JobStatus::done, false};
+    case Attempt::Result::from_cache:
+      return {JobStatus::cached, false};
+    case Attempt::Result::skipped:
+      return {JobStatus::skipped, false};
+    case Attempt::Result::failed:
+      break;
+  }
+  Ending::Kind kind = attempt.ending ? attempt.ending->kind : Ending::Kind::exited;
+  if (build_cancelled || kind == Ending::Kind::cancelled) return {JobStatus::skipped, true};
+  if (kind == Ending::Kind::timed_out) return {JobStatus::timeout, false};
+  if (kind == Ending::Kind::signaled || attempt.compiler_crashed) {
+    return {JobStatus::crashed, false};
+  }
+  return {JobStatus::failed, false};
+}
+
+Report schedule(const Manifest& manifest, const Options& options, int threads, JobRunner& runner) {
+  return Scheduler(manifest, options, runner).run(threads);
+}
+
+}  // namespace kiln::build::detail
