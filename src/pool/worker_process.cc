@@ -12,12 +12,12 @@
 
 #include <fmt/format.h>
 
+#include "frame.h"
 #include "internal/fd.h"
 #include "internal/spawn.h"
 #include "kiln/error.h"
 #include "kiln/pool.h"
 #include "kiln/process.h"
-#include "frame.h"
 #include "protocol.h"
 #include "worker_process.h"
 

@@ -11,10 +11,10 @@
 #include <string>
 #include <string_view>
 
+#include "frame.h"
 #include "internal/fd.h"
 #include "internal/spawn.h"
 #include "kiln/pool.h"
-#include "frame.h"
 #include "outcome.h"
 
 namespace kiln::internal {

@@ -13,12 +13,12 @@
 
 #include <gtest/gtest.h>
 
+#include "frame.h"
 #include "kiln/error.h"
 #include "kiln/pool.h"
 #include "kiln/process.h"
 #include "kiln/temp_directory.h"
 #include "kiln_build_info.h"
-#include "frame.h"
 #include "protocol.h"
 #include "testing/test_support.h"
 
