@@ -79,6 +79,12 @@ Outcome outcome_of_current() {
     return Outcome::error(Outcome::kProtocol, e.what());
   } catch (const TaskError& e) {
     return {Outcome::kTask, nullptr, e.type_name(), e.message()};
+  } catch (const Cancelled& e) {
+    return Outcome::error(Outcome::kCancelled, e.what());
+  } catch (const InvalidArgument& e) {
+    return Outcome::error(Outcome::kInvalidArgument, e.what());
+  } catch (const SystemError& e) {
+    return {Outcome::kSystem, nullptr, e.operation(), e.what(), e.error_number()};
   } catch (const std::exception& e) {
     return Outcome::error(Outcome::kOther, e.what());
   } catch (...) {
@@ -182,7 +188,7 @@ bool Executor::State::take_work() {
 // Fails what is queued and what runs (called with the mutex held). Returns false.
 bool Executor::State::abandon_all() {
   const Outcome shut =
-      Outcome::error(Outcome::kOther, "the pool was shut down before the task finished");
+      Outcome::error(Outcome::kCancelled, "the pool was shut down before the task finished");
   for (Job& job : queue) settle(job, shut);
   queue.clear();
   for (Slot& slot : slots) {
@@ -276,7 +282,7 @@ Executor::~Executor() { shutdown(false); }
 void Executor::State::enqueue(std::vector<Job> jobs) {
   {
     std::lock_guard lock(mutex);
-    if (stopping) throw Error("submit: the pool has been shut down");
+    if (stopping) throw InvalidState("submit: the pool has been shut down");
     for (Job& job : jobs) queue.push_back(std::move(job));
   }
   notify();  // once for the whole batch

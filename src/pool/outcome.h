@@ -11,10 +11,21 @@
 namespace kiln::internal {
 
 struct Outcome {
-  enum Kind { kValue, kTimeout, kChildDied, kProtocol, kTask, kCancelled, kOther } kind = kValue;
+  enum Kind {
+    kValue,
+    kTimeout,
+    kChildDied,
+    kProtocol,
+    kTask,
+    kCancelled,
+    kInvalidArgument,
+    kSystem,
+    kOther,  // an error of a type the pool does not carry: unwrap() throws the root class
+  } kind = kValue;
   Value value{};
-  std::string type{};     // kTask: the task's exception type
+  std::string type{};     // kTask: the task's exception type; kSystem: the failed operation
   std::string message{};  // everything but kValue
+  int error_number = 0;   // kSystem
 
   static Outcome of_value(Value v) { return {kValue, std::move(v), {}, {}}; }
   static Outcome error(Kind kind, std::string message) {
@@ -37,6 +48,10 @@ inline Value unwrap(Outcome outcome) {
       throw TaskError(outcome.type, outcome.message);
     case Outcome::kCancelled:
       throw Cancelled(outcome.message);
+    case Outcome::kInvalidArgument:
+      throw InvalidArgument(outcome.message);
+    case Outcome::kSystem:
+      throw SystemError(outcome.type, outcome.error_number);
     case Outcome::kOther:
       break;
   }

@@ -12,12 +12,12 @@
 
 #include <fmt/format.h>
 
+#include "frame.h"
 #include "internal/fd.h"
 #include "internal/spawn.h"
 #include "kiln/error.h"
 #include "kiln/pool.h"
 #include "kiln/process.h"
-#include "frame.h"
 #include "protocol.h"
 #include "worker_process.h"
 
@@ -311,7 +311,7 @@ Outcome WorkerProcess::wait() {
     if (wants_to_write() && p[1].revents != 0) flush();
     if (p[0].revents != 0) read_available(ended);
   }
-  if (!result) throw Error("the pool worker has no call in flight");
+  if (!result) throw InvalidState("the pool worker has no call in flight");
   return std::move(*result);
 }
 
@@ -334,7 +334,7 @@ namespace {
 void send_one(internal::WorkerProcess& process, std::string_view task, const Value& args,
               std::optional<std::chrono::milliseconds> timeout, bool args_outlive_write) {
   if (process.calls_in_flight() > 0) {
-    throw InvalidArgument(
+    throw InvalidState(
         "Worker::send: the previous call's result was not received (recv() it first)");
   }
   process.send(task, args, timeout, args_outlive_write);
@@ -350,7 +350,7 @@ void Worker::send(std::string_view task, const Value& args,
 
 Value Worker::recv() {
   if (state_->process.calls_in_flight() == 0) {
-    throw InvalidArgument("Worker::recv: no call was sent");
+    throw InvalidState("Worker::recv: no call was sent");
   }
   return internal::unwrap(state_->process.wait());
 }

@@ -8,12 +8,12 @@
 #include <thread>
 
 #include "backends.h"
-#include "nvrtc_source.h"
 #include "kiln/cache.h"
 #include "kiln/cuda.h"
 #include "kiln/error.h"
 #include "kiln/process.h"
 #include "kiln/temp_directory.h"
+#include "nvrtc_source.h"
 #include "testing/cuda_kernel.h"
 #include "testing/test_support.h"
 
@@ -136,6 +136,21 @@ TEST_F(CudaCompile, EachBadRequestIsItsOwnClearError) {
               compile_cuda(kKernel, {.arch = "sm_x9", .backend = Backend::nvcc});
             }).find("sm_x9"),
             std::string::npos);
+}
+
+// nvcc told to only preprocess a comment, as C and without line markers, succeeds and writes an
+// empty file: the seed's error, as a compiler that gave nothing usable.
+TEST_F(CudaCompile, AnEmptyResultIsUnexpectedOutput) {
+  try {
+    compile_cuda("/* nothing */\n", {.format = Format::ptx,
+                                     .arch = "sm_80",
+                                     .options = {"-x", "c", "-E", "-Xcompiler", "-P"},
+                                     .backend = Backend::nvcc,
+                                     .use_cache = false});
+    FAIL() << "an empty result was accepted";
+  } catch (const UnexpectedOutput& e) {
+    EXPECT_STREQ(e.what(), "Compilation error: empty result is generated");
+  }
 }
 
 TEST_F(CudaCompile, NvccOnlyOptionsAreDroppedForNvrtcAndTheRestReachIt) {
