@@ -11,10 +11,10 @@
 #include <string>
 #include <string_view>
 
+#include "frame.h"
 #include "internal/fd.h"
 #include "internal/spawn.h"
 #include "kiln/pool.h"
-#include "frame.h"
 #include "outcome.h"
 
 namespace kiln::internal {
@@ -73,7 +73,7 @@ class WorkerProcess {
  private:
   // What an awaited frame answers.
   struct Awaited {
-    enum Kind { kReady, kInit, kCall } kind;
+    enum class Kind { ready, init, call } kind;
     std::string task;
     std::optional<std::chrono::milliseconds> timeout;
   };
