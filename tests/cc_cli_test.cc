@@ -63,6 +63,15 @@ TEST_F(CcCli, TripleOfHostAndCrossTarget) {
   EXPECT_TRUE(cross.output.starts_with("aarch64")) << cross.output;
 }
 
+TEST_F(CcCli, TripleOfAMissingOrFailingCompilerExitsOneSayingSo) {
+  for (const std::string& compiler : {path("no-such-cc"), std::string("false")}) {
+    kiln::RunResult r = kiln_cli({"cc", "triple", "--cc", compiler});
+    EXPECT_EQ(r.exit_code, 1) << compiler;
+    EXPECT_EQ(r.error_output, "kiln: error: cannot tell the target triple of '" + compiler +
+                                  "' (-dumpmachine failed)\n");
+  }
+}
+
 TEST_F(CcCli, CompileErrorExitsOneWithTheWholeMessage) {
   std::ofstream(tmp_ / "bad.c") << "int f( {\n";
   kiln::RunResult r = kiln_cli({"cc", "object", "-o", path("bad.o"), "--cc", "gcc", path("bad.c")});

@@ -40,8 +40,9 @@ std::string cache_key(std::initializer_list<std::string_view> parts);
 
 class Cache {
  public:
-  // Resolves and (if needed) creates the directory. Throws Error naming the directory when it is
-  // not a directory, not owned by this user, or writable by group or others.
+  // Resolves and (if needed) creates the directory. Throws UnusableDirectory naming the directory
+  // when it is not a directory, not owned by this user, or writable by group or others (or when
+  // no environment variable says where it goes), SystemError when it cannot be made.
   static Cache open(const CacheOptions& options = {});
   // A cache that stores nothing (what open() returns when disabled).
   static Cache disabled();

@@ -55,7 +55,9 @@ struct CompileOptions {
 
 // The compiled bytes: PTX text, a cubin or a fatbin. A compile error throws ToolFailed whose
 // output holds the source and the compiler's log ("Compilation error:"); a missing compiler,
-// NVRTC library or CUDA header directory throws an Error that says what was looked for.
+// NVRTC library or CUDA header directory throws an Error that says what was looked for; any
+// other failing NVRTC or nvJitLink call throws LibraryCallFailed; a compile that succeeds but
+// produces no bytes throws UnexpectedOutput("Compilation error: empty result is generated").
 std::string compile_cuda(std::string_view code, const CompileOptions& options = {});
 
 // The seed's tvm_callback_cuda_compile: TVM_CUDA_COMPILE_MODE (case-insensitive, default
@@ -82,9 +84,11 @@ struct CudaVersion {
 };
 // The toolkit's version: version.txt (its last token), Debian's lib/cuda/version.txt,
 // version.json ("cuda": {"version": ...}), then `nvcc --version`. Empty path: find_cuda_path().
+// Throws FileNotFound when there is neither a version file nor nvcc, CannotRunTool when nvcc
+// cannot be started, UnexpectedOutput when a file or nvcc names no version.
 CudaVersion get_cuda_version(const std::filesystem::path& cuda_path = {});
 // The version a toolkit's files say (version.txt, lib/cuda/version.txt, version.json), or
-// std::nullopt when it has none; Error when one holds no version.
+// std::nullopt when it has none; UnexpectedOutput when one holds no version.
 std::optional<CudaVersion> cuda_version_from_files(const std::filesystem::path& cuda_path);
 // What `nvcc --version` says ("release 13.0, V13.0.88" -> 13.0.88); std::nullopt (and why) when
 // nvcc cannot run or names no version.

@@ -11,6 +11,7 @@
 //   }
 #pragma once
 
+#include <filesystem>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -42,9 +43,12 @@ class SystemError : public Error {
  public:
   SystemError(std::string_view operation, int error_number);
   int error_number() const noexcept { return error_number_; }
+  // What failed, as given: the message without errno's text.
+  const std::string& operation() const noexcept { return operation_; }
 
  private:
   int error_number_;
+  std::string operation_;
 };
 
 // A tool could not be started at all. Its subclasses say why.
@@ -103,7 +107,8 @@ class TimeoutError : public Error {
   using Error::Error;
 };
 
-// Work was stopped because its RunScope was cancelled (kiln build on Ctrl-C).
+// Work was stopped before it finished: its RunScope was cancelled (kiln build on Ctrl-C), or the
+// pool running it was shut down without waiting.
 class Cancelled : public Error {
  public:
   using Error::Error;
@@ -132,6 +137,67 @@ class TaskError : public Error {
  private:
   std::string type_name_;
   std::string message_;
+};
+
+// A call into a library kiln loads at run time (NVRTC, nvJitLink) returned an error code. The
+// message names the call and gives the library's own text for the code where it has one.
+class LibraryCallFailed : public Error {
+ public:
+  LibraryCallFailed(std::string call, int result, const std::string& message);
+  // The library function, e.g. "nvrtcCreateProgram".
+  const std::string& call() const noexcept { return call_; }
+  // What it returned (an nvrtcResult, an nvJitLinkResult).
+  int result() const noexcept { return result_; }
+
+ private:
+  std::string call_;
+  int result_;
+};
+
+// libarchive could not read or write an archive: a corrupt or truncated archive, a format it does
+// not read, a file that changed while it was archived. The message starts with the seed's
+// "Tar error: " and names the archive.
+class ArchiveError : public Error {
+ public:
+  using Error::Error;
+};
+
+// untar refused a member that would write outside its target directory or make something other
+// than files, directories and links within it (an absolute name, "..", a link leading out, a
+// device). The archive is hostile or broken; nothing of the member was written. The message names
+// the member, the archive and the reason.
+class UnsafeArchiveMember : public ArchiveError {
+ public:
+  using ArchiveError::ArchiveError;
+};
+
+// A directory kiln must be able to trust (the cache, the parent of kept debug temp directories) is
+// not a real directory, belongs to another user, or others can write to it, so whoever controls it
+// could plant or alter files; or none is configured at all. kiln refuses to use it; the message
+// names the directory (empty path() when there was none) and how to fix it.
+class UnusableDirectory : public Error {
+ public:
+  UnusableDirectory(std::filesystem::path path, const std::string& message);
+  const std::filesystem::path& path() const noexcept { return path_; }
+
+ private:
+  std::filesystem::path path_;
+};
+
+// A tool, library or file gave kiln an answer it cannot use: a CUDA version file that holds no
+// version, `nvcc --version` or `cc -dumpmachine` that tell nothing, a compiler that reports
+// success but produced no bytes.
+class UnexpectedOutput : public Error {
+ public:
+  using Error::Error;
+};
+
+// An object was used in a state that forbids the call: a programming mistake, like submit() to a
+// pool after its shutdown(), or Worker::recv() with no call sent. A kind of InvalidArgument (the
+// object called is the argument in the wrong state).
+class InvalidState : public InvalidArgument {
+ public:
+  using InvalidArgument::InvalidArgument;
 };
 
 }  // namespace kiln

@@ -16,7 +16,7 @@
 
 namespace kiln::ndk {
 
-// $TVM_NDK_CC. Throws Error with the seed's message when it is not set.
+// $TVM_NDK_CC. Throws ToolNotFound with the seed's message when it is not set.
 std::filesystem::path compiler();
 
 // `$TVM_NDK_CC -o output objects... options...`; options default to -shared -fPIC -lm.

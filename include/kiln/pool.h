@@ -84,10 +84,10 @@ class Worker {
 
   // Sends one call, starting the worker first if needed; the deadline (if any) counts from when
   // the worker is ready, so a cold start is not charged to the task. One call at a time:
-  // throws InvalidArgument while the previous call's result has not been received.
+  // throws InvalidState while the previous call's result has not been received.
   void send(std::string_view task, const Value& args,
             std::optional<std::chrono::milliseconds> timeout = std::nullopt);
-  // The result of the call sent last; throws as described above (InvalidArgument if none).
+  // The result of the call sent last; throws as described above (InvalidState if none).
   Value recv();
   // send() then recv().
   Value call(std::string_view task, const Value& args,
@@ -147,13 +147,14 @@ class Executor {
   // Queues one call. The future's get() returns the result or throws what Worker::call would
   // (TimeoutError, ...), the exception made in the thread that calls get(). The future is a
   // deferred one: get() and wait() block until the task ends, wait_for() reports
-  // std::future_status::deferred. After shutdown(), submit() throws kiln::Error.
+  // std::future_status::deferred. After shutdown(), submit() throws kiln::InvalidState.
   std::future<Value> submit(std::string task, Value args);
   // Runs `task` on every item; results in input order, errors caught as statuses.
   std::vector<MapResult> map_with_error_catching(const std::string& task,
                                                  const std::vector<Value>& items);
-  // Stops the pool. wait: finish queued and running tasks first; else they fail with kiln::Error
-  // and running workers are killed. Idempotent; returns when every worker is reaped.
+  // Stops the pool. wait: finish queued and running tasks first; else they fail with
+  // kiln::Cancelled and running workers are killed. Idempotent; returns when every worker is
+  // reaped.
   void shutdown(bool wait = true);
 
  private:

@@ -13,9 +13,10 @@
 // written outside the target: every path is resolved by the kernel beneath the target directory
 // (openat2 with RESOLVE_BENEATH and RESOLVE_NO_SYMLINKS), so even a link an earlier member or
 // another process left there cannot lead out. untar() therefore needs Linux 5.6 or later.
-// Errors: kiln::FileNotFound for a missing input, kiln::Error ("Tar error: ...", naming the
-// archive and the member) for a bad or hostile archive, kiln::InvalidArgument for two inputs
-// with the same base name ("duplicate file name X").
+// Errors: kiln::FileNotFound for a missing input; kiln::ArchiveError ("Tar error: ...", naming the
+// archive and the member) for a bad archive, and its subclass kiln::UnsafeArchiveMember for a
+// refused (hostile) member; kiln::InvalidArgument for two inputs with the same base name
+// ("duplicate file name X"); kiln::SystemError for a failed system call.
 #pragma once
 
 #include <filesystem>

@@ -29,8 +29,8 @@
 
 namespace kiln {
 
-// Creating a TempDirectory after the process-exit cleanup ran.
-class DirectoryCreatedPastAtExit : public Error {
+// Creating a TempDirectory after the process-exit cleanup ran (a call in the wrong state).
+class DirectoryCreatedPastAtExit : public InvalidState {
  public:
   DirectoryCreatedPastAtExit();
 };
@@ -45,8 +45,8 @@ struct TempDirectoryOptions {
 class TempDirectory {
  public:
   // Creates the directory. Throws DirectoryCreatedPastAtExit after the exit cleanup, SystemError
-  // when it cannot be made (the custom path exists, no permission, ...), and Error when the
-  // shared debug parent is not a private directory of the current user.
+  // when it cannot be made (the custom path exists, no permission, ...), and UnusableDirectory
+  // when the shared debug parent is not a private directory of the current user.
   explicit TempDirectory(const TempDirectoryOptions& options = {});
   TempDirectory(TempDirectory&& other) noexcept;
   TempDirectory& operator=(TempDirectory&& other) noexcept;

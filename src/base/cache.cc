@@ -6,7 +6,6 @@
 
 #include <algorithm>
 #include <fstream>
-#include <random>
 #include <sstream>
 #include <vector>
 
@@ -38,7 +37,8 @@ fs::path default_directory() {
   if (auto dir = env("KILN_CACHE_DIR")) return *dir;
   if (auto xdg = env("XDG_CACHE_HOME")) return fs::path(*xdg) / "kiln";
   if (auto home = env("HOME")) return fs::path(*home) / ".cache" / "kiln";
-  throw Error("kiln cache: no KILN_CACHE_DIR, XDG_CACHE_HOME or HOME to put it under");
+  throw UnusableDirectory({},
+                          "kiln cache: no KILN_CACHE_DIR, XDG_CACHE_HOME or HOME to put it under");
 }
 
 // Creates `dir` (0700) if needed and checks it is this user's own and private.
@@ -53,23 +53,26 @@ void check_directory(const fs::path& dir) {
     throw SystemError(fmt::format("kiln cache: stat {}", dir.string()), errno);
   }
   if (!S_ISDIR(st.st_mode)) {
-    throw Error(
-        fmt::format("kiln cache: {} is not a directory (a symlink or a file?): refusing "
-                    "to use it; set KILN_CACHE_DIR to another place",
-                    dir.string()));
+    throw UnusableDirectory(
+        dir, fmt::format("kiln cache: {} is not a directory (a symlink or a file?): refusing "
+                         "to use it; set KILN_CACHE_DIR to another place",
+                         dir.string()));
   }
   if (st.st_uid != ::geteuid()) {
-    throw Error(fmt::format(
-        "kiln cache: {} belongs to uid {}, not to you (uid {}): refusing to use it, since its "
-        "owner could plant compiled code; set KILN_CACHE_DIR to a directory of your own",
-        dir.string(), st.st_uid, ::geteuid()));
+    throw UnusableDirectory(
+        dir,
+        fmt::format(
+            "kiln cache: {} belongs to uid {}, not to you (uid {}): refusing to use it, since its "
+            "owner could plant compiled code; set KILN_CACHE_DIR to a directory of your own",
+            dir.string(), st.st_uid, ::geteuid()));
   }
   if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
-    throw Error(fmt::format(
-        "kiln cache: {} is writable by {} (mode {:04o}): refusing to use it, since others could "
-        "plant compiled code; run `chmod 700 {}`",
-        dir.string(), (st.st_mode & S_IWOTH) != 0 ? "everyone" : "its group", st.st_mode & 07777,
-        dir.string()));
+    throw UnusableDirectory(
+        dir, fmt::format("kiln cache: {} is writable by {} (mode {:04o}): refusing to use it, "
+                         "since others could "
+                         "plant compiled code; run `chmod 700 {}`",
+                         dir.string(), (st.st_mode & S_IWOTH) != 0 ? "everyone" : "its group",
+                         st.st_mode & 07777, dir.string()));
   }
   if ((st.st_mode & 077) != 0) (void)::chmod(dir.c_str(), 0700);  // readable by others: tighten
 }
@@ -145,24 +148,14 @@ std::optional<std::string> Cache::get(std::string_view key) const {
 void Cache::put(std::string_view key, std::string_view bytes) const {
   if (!enabled_) return;
   fs::path path = entry_path(key);
-  std::random_device random;
-  fs::path temp = directory_ / fmt::format(".tmp.{}.{}.{:08x}", key, ::getpid(), random());
-  {
-    std::ofstream out(temp, std::ios::binary | std::ios::trunc);
-    out << kMagic << hex128(bytes.data(), bytes.size()) << '\n';
-    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    out.flush();
-    if (!out) {
-      std::error_code ec;
-      fs::remove(temp, ec);
-      return;
-    }
-  }
-  std::error_code ec;
-  fs::rename(temp, path, ec);  // atomic: readers see the old entry or the new one, whole
-  if (ec) {
-    fs::remove(temp, ec);
-    return;
+  std::string entry;
+  entry.reserve(kMagic.size() + kHashHex + 1 + bytes.size());
+  entry.append(kMagic).append(hex128(bytes.data(), bytes.size())).append(1, '\n').append(bytes);
+  try {
+    // Atomic: readers see the old entry or the new one, whole.
+    internal::write_file_atomically(path, entry);
+  } catch (const SystemError&) {
+    return;  // not stored (cache.h: a failed store is not the caller's problem)
   }
   std::uint64_t threshold = std::max<std::uint64_t>(1, max_bytes_ / 32);
   std::uint64_t unmeasured = unmeasured_->fetch_add(bytes.size()) + bytes.size();
@@ -198,7 +191,9 @@ void Cache::clear() const {
   std::vector<fs::path> doomed;
   for (fs::directory_iterator it(directory_, ec), end; !ec && it != end; it.increment(ec)) {
     std::string name = it->path().filename().string();
-    if (is_entry_name(name) || name.starts_with(".tmp.")) doomed.push_back(it->path());
+    if (is_entry_name(name) || name.starts_with(".kiln-tmp-") || name.starts_with(".tmp.")) {
+      doomed.push_back(it->path());  // ".tmp.": what earlier versions named their temporary files
+    }
   }
   for (const fs::path& path : doomed) fs::remove(path, ec);
 }

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <thread>
 
+#include "internal/files.h"
 #include "kiln/error.h"
 #include "kiln/process.h"
 #include "kiln/temp_directory.h"
@@ -115,6 +116,44 @@ TEST(Cache, RefusesADirectoryOthersCanWriteOrOwn) {
   ASSERT_EQ(::chown((dir / "theirs").c_str(), 65534, 65534), 0);
   std::string theirs = testing::error_of([&] { open_in(dir / "theirs"); });
   EXPECT_NE(theirs.find("belongs to uid 65534"), std::string::npos) << theirs;
+}
+
+TEST(Cache, ARefusedDirectoryIsAnUnusableDirectoryNamingIt) {
+  TempDirectory dir;
+  fs::create_directory(dir / "shared");
+  ::chmod((dir / "shared").c_str(), 0777);
+  try {
+    open_in(dir / "shared");
+    FAIL() << "a world-writable cache directory was accepted";
+  } catch (const UnusableDirectory& e) {
+    EXPECT_EQ(e.path(), dir / "shared");
+  }
+  internal::write_file(dir / "file", "not a directory");
+  EXPECT_THROW(open_in(dir / "file"), UnusableDirectory);
+}
+
+TEST(Cache, NoPlaceForItIsAnUnusableDirectory) {
+  ScopedEnv no("KILN_NO_CACHE", std::nullopt);
+  ScopedEnv where("KILN_CACHE_DIR", std::nullopt);
+  ScopedEnv xdg("XDG_CACHE_HOME", std::nullopt);
+  ScopedEnv home("HOME", std::nullopt);
+  try {
+    Cache::open();
+    FAIL() << "opened a cache with nowhere to put it";
+  } catch (const UnusableDirectory& e) {
+    EXPECT_EQ(e.path(), fs::path());
+    EXPECT_NE(std::string(e.what()).find("KILN_CACHE_DIR"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Cache, AFailedStoreIsAMissNotAnError) {
+  TempDirectory dir;
+  Cache cache = open_in(dir / "cache");
+  fs::remove(dir / "cache");
+  internal::write_file(dir / "cache", "the directory is gone, a file is in its place");
+  EXPECT_NO_THROW(cache.put(cache_key({"a"}), "a"));
+  EXPECT_FALSE(cache.get(cache_key({"a"})));
+  EXPECT_EQ(testing::read_file(dir / "cache"), "the directory is gone, a file is in its place");
 }
 
 TEST(Cache, EnvironmentChoosesTheDirectoryOrTurnsItOff) {

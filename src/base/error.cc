@@ -9,7 +9,8 @@ namespace kiln {
 
 SystemError::SystemError(std::string_view operation, int error_number)
     : Error(fmt::format("{}: {}", operation, std::strerror(error_number))),
-      error_number_(error_number) {}
+      error_number_(error_number),
+      operation_(operation) {}
 
 CannotRunTool::CannotRunTool(std::string tool, const std::string& message)
     : Error(message), tool_(std::move(tool)) {}
@@ -48,5 +49,11 @@ TaskError::TaskError(std::string type_name, std::string message)
     : Error(fmt::format("{}: {}", type_name, message)),
       type_name_(std::move(type_name)),
       message_(std::move(message)) {}
+
+LibraryCallFailed::LibraryCallFailed(std::string call, int result, const std::string& message)
+    : Error(message), call_(std::move(call)), result_(result) {}
+
+UnusableDirectory::UnusableDirectory(std::filesystem::path path, const std::string& message)
+    : Error(message), path_(std::move(path)) {}
 
 }  // namespace kiln

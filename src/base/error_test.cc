@@ -42,6 +42,29 @@ TEST(Error, SystemErrorNamesOperationAndErrno) {
   SystemError e("open '/x'", ENOENT);
   EXPECT_STREQ(e.what(), "open '/x': No such file or directory");
   EXPECT_EQ(e.error_number(), ENOENT);
+  EXPECT_EQ(e.operation(), "open '/x'");
+}
+
+TEST(Error, LibraryCallFailedKeepsTheCallAndItsResult) {
+  LibraryCallFailed e("nvrtcVersion", 7, "nvrtcVersion failed: NVRTC_ERROR_INTERNAL_ERROR");
+  EXPECT_STREQ(e.what(), "nvrtcVersion failed: NVRTC_ERROR_INTERNAL_ERROR");
+  EXPECT_EQ(e.call(), "nvrtcVersion");
+  EXPECT_EQ(e.result(), 7);
+}
+
+TEST(Error, UnusableDirectoryNamesTheDirectory) {
+  UnusableDirectory e("/tmp/shared", "kiln cache: /tmp/shared is writable by everyone");
+  EXPECT_EQ(e.path(), "/tmp/shared");
+  EXPECT_STREQ(e.what(), "kiln cache: /tmp/shared is writable by everyone");
+}
+
+TEST(Error, NewClassesSitWhereACallerCatchesThem) {
+  EXPECT_THROW(throw UnsafeArchiveMember("Tar error: refusing member '../x'"), ArchiveError);
+  EXPECT_THROW(throw ArchiveError("Tar error: truncated"), Error);
+  EXPECT_THROW(throw InvalidState("submit: the pool has been shut down"), InvalidArgument);
+  EXPECT_THROW(throw UnexpectedOutput("Compilation error: empty result is generated"), Error);
+  EXPECT_THROW(throw LibraryCallFailed("nvJitLinkCreate", 1, "failed"), Error);
+  EXPECT_THROW(throw UnusableDirectory({}, "no HOME"), Error);
 }
 
 TEST(Error, HierarchyIsRootedAtError) {

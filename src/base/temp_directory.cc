@@ -54,22 +54,22 @@ fs::path shared_debug_root() {
   if (::lstat(root.c_str(), &st) != 0)
     throw SystemError(fmt::format("lstat '{}'", root.string()), errno);
   if (!S_ISDIR(st.st_mode)) {
-    throw Error(
-        fmt::format("'{}' is not a directory (a symbolic link or a file is there): "
-                    "refusing to keep debug directories in it; remove it",
-                    root.string()));
+    throw UnusableDirectory(
+        root, fmt::format("'{}' is not a directory (a symbolic link or a file is there): "
+                          "refusing to keep debug directories in it; remove it",
+                          root.string()));
   }
   if (st.st_uid != ::geteuid()) {
-    throw Error(
-        fmt::format("'{}' belongs to uid {}, not to this user (uid {}): another user "
-                    "could tamper with kept directories; remove it or set TMPDIR",
-                    root.string(), st.st_uid, ::geteuid()));
+    throw UnusableDirectory(
+        root, fmt::format("'{}' belongs to uid {}, not to this user (uid {}): another user "
+                          "could tamper with kept directories; remove it or set TMPDIR",
+                          root.string(), st.st_uid, ::geteuid()));
   }
   if ((st.st_mode & 0022) != 0) {
-    throw Error(
-        fmt::format("'{}' is writable by other users (mode {:o}): refusing to keep "
-                    "debug directories in it; chmod 700 it",
-                    root.string(), st.st_mode & 07777));
+    throw UnusableDirectory(
+        root, fmt::format("'{}' is writable by other users (mode {:o}): refusing to keep "
+                          "debug directories in it; chmod 700 it",
+                          root.string(), st.st_mode & 07777));
   }
   return root;
 }
@@ -119,7 +119,7 @@ std::error_code remove_tree(const fs::path& path) {
 }  // namespace
 
 DirectoryCreatedPastAtExit::DirectoryCreatedPastAtExit()
-    : Error("cannot create a temporary directory: the process-exit cleanup already ran") {}
+    : InvalidState("cannot create a temporary directory: the process-exit cleanup already ran") {}
 
 TempDirectory::TempDirectory(const TempDirectoryOptions& options)
     : keep_(options.keep_for_debug.value_or(g_keep_for_debug.load())) {

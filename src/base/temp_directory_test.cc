@@ -178,8 +178,9 @@ TEST(TempDirectoryChild, DISABLED_DebugRootRefused) {
   try {
     tempdir({}, true);
     FAIL() << "a world-writable shared root was accepted";
-  } catch (const Error& e) {
+  } catch (const UnusableDirectory& e) {
     EXPECT_NE(std::string(e.what()).find("writable by other users"), std::string::npos) << e.what();
+    EXPECT_EQ(e.path().filename(), "kiln-debug-mode-tempdirs");
   }
 }
 

@@ -1,13 +1,13 @@
 #include "kiln/doctor.h"
 
 #include <algorithm>
-#include <fstream>
 #include <regex>
 #include <sstream>
 #include <thread>
 
 #include <fmt/format.h>
 
+#include "internal/files.h"
 #include "kiln/cc.h"
 #include "kiln/error.h"
 #include "kiln/machine.h"
@@ -72,7 +72,7 @@ Finding check_cxx_compiler() {
   std::optional<RunResult> version = version_of(*cc);
   std::string name = version ? first_line(version->output) : "(no --version)";
   TempDirectory temp;
-  std::ofstream(temp / "probe.cc") << kProbe;
+  internal::write_file(temp / "probe.cc", kProbe);
   RunResult build = run(
       {.argv = {*cc, "-std=c++17", (temp / "probe.cc").string(), "-o", (temp / "probe").string()},
        .timeout = std::chrono::seconds(120)});

@@ -15,19 +15,20 @@ namespace {
 
 using Json = nlohmann::json;
 
-enum Major : std::uint8_t {
-  kUnsigned = 0,
-  kNegative = 1,
-  kBytes = 2,
-  kText = 3,
-  kArray = 4,
-  kMap = 5,
-  kTag = 6,
-  kSimple = 7
+// The major types of RFC 8949, section 3.1.
+enum class Major : std::uint8_t {
+  unsigned_integer = 0,
+  negative_integer = 1,
+  byte_string = 2,
+  text_string = 3,
+  array = 4,
+  map = 5,
+  tag = 6,
+  simple = 7  // and floats
 };
 
 void append_head(std::string& out, Major major, std::uint64_t n) {
-  auto first = static_cast<char>(major << 5);
+  auto first = static_cast<char>(static_cast<std::uint8_t>(major) << 5);
   if (n < 24) {
     out.push_back(static_cast<char>(first | static_cast<char>(n)));
     return;
@@ -54,22 +55,22 @@ class Reader {
     std::uint8_t first = byte();
     auto major = static_cast<Major>(first >> 5);
     int info = first & 0x1f;
-    if (major == kSimple) return simple(info, start);
+    if (major == Major::simple) return simple(info, start);
     std::uint64_t n = argument(info, start);
     switch (major) {
-      case kUnsigned:
+      case Major::unsigned_integer:
         return Json(n);
-      case kNegative:
+      case Major::negative_integer:
         if (n > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()))
           fail("a negative integer below -2^63", start);
         return Json(std::int64_t{-1} - static_cast<std::int64_t>(n));
-      case kBytes:
+      case Major::byte_string:
         return Json::binary(bytes(n));
-      case kText: {
+      case Major::text_string: {
         const std::uint8_t* p = take(n);
         return Json(std::string(reinterpret_cast<const char*>(p), static_cast<std::size_t>(n)));
       }
-      case kArray: {
+      case Major::array: {
         check_count(n, start);
         Json array = Json::array();
         auto& items = array.get_ref<Json::array_t&>();
@@ -77,7 +78,7 @@ class Reader {
         for (std::uint64_t i = 0; i < n; ++i) items.push_back(item(depth + 1));
         return array;
       }
-      case kMap: {
+      case Major::map: {
         check_count(n, start);
         Json map = Json::object();
         auto& members = map.get_ref<Json::object_t&>();
@@ -89,15 +90,15 @@ class Reader {
         }
         return map;
       }
-      case kTag: {
+      case Major::tag: {
         std::size_t tagged_at = offset();
-        if (at_ == end_ || (*at_ >> 5) != kBytes)
+        if (at_ == end_ || static_cast<Major>(*at_ >> 5) != Major::byte_string)
           fail("a tag on something not a byte string", tagged_at);
         std::uint8_t inner = byte();
         std::uint64_t size = argument(inner & 0x1f, tagged_at);
         return Json::binary(bytes(size), n);
       }
-      case kSimple:
+      case Major::simple:
         break;
     }
     fail("unreachable", start);
@@ -200,7 +201,7 @@ class Reader {
 
 }  // namespace
 
-void append_array_head(std::string& out, std::size_t size) { append_head(out, kArray, size); }
+void append_array_head(std::string& out, std::size_t size) { append_head(out, Major::array, size); }
 
 namespace {
 
@@ -217,7 +218,7 @@ void append_string(std::string& out, Major major, const char* data, std::size_t 
 }  // namespace
 
 void append_text(std::string& out, std::string_view text) {
-  append_string(out, kText, text.data(), text.size(), nullptr);
+  append_string(out, Major::text_string, text.data(), text.size(), nullptr);
 }
 
 void append(std::string& out, const Json& value, std::vector<Ref>* refs) {
@@ -232,14 +233,14 @@ void append(std::string& out, const Json& value, std::vector<Ref>* refs) {
     case Json::value_t::number_integer: {
       auto n = value.get<std::int64_t>();
       if (n >= 0) {
-        append_head(out, kUnsigned, static_cast<std::uint64_t>(n));
+        append_head(out, Major::unsigned_integer, static_cast<std::uint64_t>(n));
       } else {
-        append_head(out, kNegative, static_cast<std::uint64_t>(-(n + 1)));
+        append_head(out, Major::negative_integer, static_cast<std::uint64_t>(-(n + 1)));
       }
       break;
     }
     case Json::value_t::number_unsigned:
-      append_head(out, kUnsigned, value.get<std::uint64_t>());
+      append_head(out, Major::unsigned_integer, value.get<std::uint64_t>());
       break;
     case Json::value_t::number_float: {
       out.push_back(static_cast<char>(0xfb));
@@ -250,21 +251,22 @@ void append(std::string& out, const Json& value, std::vector<Ref>* refs) {
     }
     case Json::value_t::string: {
       const auto& text = value.get_ref<const std::string&>();
-      append_string(out, kText, text.data(), text.size(), refs);
+      append_string(out, Major::text_string, text.data(), text.size(), refs);
       break;
     }
     case Json::value_t::binary: {
       const Json::binary_t& bytes = value.get_binary();
-      if (bytes.has_subtype()) append_head(out, kTag, bytes.subtype());
-      append_string(out, kBytes, reinterpret_cast<const char*>(bytes.data()), bytes.size(), refs);
+      if (bytes.has_subtype()) append_head(out, Major::tag, bytes.subtype());
+      append_string(out, Major::byte_string, reinterpret_cast<const char*>(bytes.data()),
+                    bytes.size(), refs);
       break;
     }
     case Json::value_t::array:
-      append_head(out, kArray, value.size());
+      append_head(out, Major::array, value.size());
       for (const Json& item : value) append(out, item, refs);
       break;
     case Json::value_t::object:
-      append_head(out, kMap, value.size());
+      append_head(out, Major::map, value.size());
       for (const auto& [key, item] : value.get_ref<const Json::object_t&>()) {
         append_text(out, key);
         append(out, item, refs);

@@ -72,17 +72,23 @@ Outcome outcome_of_current() {
   try {
     throw;
   } catch (const TimeoutError& e) {
-    return Outcome::error(Outcome::kTimeout, e.what());
+    return Outcome::error(Outcome::Kind::timeout, e.what());
   } catch (const ChildProcessError& e) {
-    return Outcome::error(Outcome::kChildDied, e.what());
+    return Outcome::error(Outcome::Kind::child_died, e.what());
   } catch (const ProtocolError& e) {
-    return Outcome::error(Outcome::kProtocol, e.what());
+    return Outcome::error(Outcome::Kind::protocol, e.what());
   } catch (const TaskError& e) {
-    return {Outcome::kTask, nullptr, e.type_name(), e.message()};
+    return {Outcome::Kind::task, nullptr, e.type_name(), e.message()};
+  } catch (const Cancelled& e) {
+    return Outcome::error(Outcome::Kind::cancelled, e.what());
+  } catch (const InvalidArgument& e) {
+    return Outcome::error(Outcome::Kind::invalid_argument, e.what());
+  } catch (const SystemError& e) {
+    return {Outcome::Kind::system, nullptr, e.operation(), e.what(), e.error_number()};
   } catch (const std::exception& e) {
-    return Outcome::error(Outcome::kOther, e.what());
+    return Outcome::error(Outcome::Kind::other, e.what());
   } catch (...) {
-    return Outcome::error(Outcome::kOther, "unknown error in the pool");
+    return Outcome::error(Outcome::Kind::other, "unknown error in the pool");
   }
 }
 
@@ -182,7 +188,7 @@ bool Executor::State::take_work() {
 // Fails what is queued and what runs (called with the mutex held). Returns false.
 bool Executor::State::abandon_all() {
   const Outcome shut =
-      Outcome::error(Outcome::kOther, "the pool was shut down before the task finished");
+      Outcome::error(Outcome::Kind::cancelled, "the pool was shut down before the task finished");
   for (Job& job : queue) settle(job, shut);
   queue.clear();
   for (Slot& slot : slots) {
@@ -276,7 +282,7 @@ Executor::~Executor() { shutdown(false); }
 void Executor::State::enqueue(std::vector<Job> jobs) {
   {
     std::lock_guard lock(mutex);
-    if (stopping) throw Error("submit: the pool has been shut down");
+    if (stopping) throw InvalidState("submit: the pool has been shut down");
     for (Job& job : jobs) queue.push_back(std::move(job));
   }
   notify();  // once for the whole batch
@@ -306,13 +312,13 @@ std::vector<MapResult> Executor::map_with_error_catching(const std::string& task
   results.reserve(items.size());
   for (Outcome& o : batch->outcomes) {
     switch (o.kind) {
-      case Outcome::kValue:
+      case Outcome::Kind::value:
         results.push_back({StatusKind::COMPLETE, std::move(o.value)});
         break;
-      case Outcome::kTimeout:
+      case Outcome::Kind::timeout:
         results.push_back({StatusKind::TIMEOUT, std::move(o.message)});
         break;
-      case Outcome::kTask:
+      case Outcome::Kind::task:
         results.push_back({StatusKind::EXCEPTION, o.type + ": " + o.message});
         break;
       default:

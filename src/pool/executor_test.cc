@@ -1,6 +1,8 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <cerrno>
+
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -9,6 +11,7 @@
 
 #include "kiln/error.h"
 #include "kiln/pool.h"
+#include "kiln/temp_directory.h"
 #include "testing/test_support.h"
 
 // Tasks used here (square, echo, pid, sleep_ms, crash, init_fails) are registered in
@@ -187,7 +190,7 @@ TEST(Executor, ShutdownIsIdempotentAndRefusesNewWork) {
   EXPECT_EQ(pool.submit("square", 2).get(), 4);
   pool.shutdown();
   pool.shutdown();
-  EXPECT_THROW(pool.submit("square", 2), Error);
+  EXPECT_THROW(pool.submit("square", 2), InvalidState);
   EXPECT_EQ(testing::child_pids(), before) << "every worker was reaped";
 }
 
@@ -202,9 +205,23 @@ TEST(Executor, ShutdownWithoutWaitKillsRunningAndQueuedWorkPromptly) {
     std::this_thread::sleep_for(100ms);
   }  // the destructor: shutdown(false)
   EXPECT_LT(std::chrono::steady_clock::now() - start, 2s);
-  EXPECT_THROW(running.get(), Error);
-  EXPECT_THROW(queued.get(), Error);
+  EXPECT_THROW(running.get(), Cancelled);
+  EXPECT_THROW(queued.get(), Cancelled);
   EXPECT_EQ(testing::child_pids(), before);
+}
+
+TEST(Executor, AWorkerThatCannotStartFailsTheCallWithTheSystemError) {
+  TempDirectory dir;
+  Executor pool(
+      {.workers = 1, .worker = {.output = Output::file, .output_file = dir / "no" / "log"}});
+  try {
+    pool.submit("square", 2).get();
+    FAIL() << "a worker started without its output file";
+  } catch (const SystemError& e) {
+    EXPECT_EQ(e.error_number(), ENOENT);
+    EXPECT_NE(std::string(e.what()).find((dir / "no" / "log").string()), std::string::npos)
+        << e.what();
+  }
 }
 
 TEST(Executor, ShutdownWithWaitFinishesQueuedWork) {

@@ -11,12 +11,24 @@
 namespace kiln::internal {
 
 struct Outcome {
-  enum Kind { kValue, kTimeout, kChildDied, kProtocol, kTask, kCancelled, kOther } kind = kValue;
+  enum class Kind {
+    value,
+    timeout,
+    child_died,
+    protocol,
+    task,
+    cancelled,
+    invalid_argument,
+    system,
+    other,  // an error of a type the pool does not carry: unwrap() throws the root class
+  };
+  Kind kind = Kind::value;
   Value value{};
-  std::string type{};     // kTask: the task's exception type
-  std::string message{};  // everything but kValue
+  std::string type{};     // task: the task's exception type; system: the failed operation
+  std::string message{};  // everything but value
+  int error_number = 0;   // system
 
-  static Outcome of_value(Value v) { return {kValue, std::move(v), {}, {}}; }
+  static Outcome of_value(Value v) { return {Kind::value, std::move(v), {}, {}}; }
   static Outcome error(Kind kind, std::string message) {
     return {kind, nullptr, {}, std::move(message)};
   }
@@ -25,19 +37,23 @@ struct Outcome {
 // The result, or the exception the outcome stands for.
 inline Value unwrap(Outcome outcome) {
   switch (outcome.kind) {
-    case Outcome::kValue:
+    case Outcome::Kind::value:
       return std::move(outcome.value);
-    case Outcome::kTimeout:
+    case Outcome::Kind::timeout:
       throw TimeoutError(outcome.message);
-    case Outcome::kChildDied:
+    case Outcome::Kind::child_died:
       throw ChildProcessError(outcome.message);
-    case Outcome::kProtocol:
+    case Outcome::Kind::protocol:
       throw ProtocolError(outcome.message);
-    case Outcome::kTask:
+    case Outcome::Kind::task:
       throw TaskError(outcome.type, outcome.message);
-    case Outcome::kCancelled:
+    case Outcome::Kind::cancelled:
       throw Cancelled(outcome.message);
-    case Outcome::kOther:
+    case Outcome::Kind::invalid_argument:
+      throw InvalidArgument(outcome.message);
+    case Outcome::Kind::system:
+      throw SystemError(outcome.type, outcome.error_number);
+    case Outcome::Kind::other:
       break;
   }
   throw Error(outcome.message);

@@ -16,12 +16,12 @@ namespace {
 
 using namespace std::chrono_literals;
 
-enum Kind { kNormal = 0, kCrash = 1, kHang = 2 };
+enum class Kind { normal, crash, hang };
 
 KILN_TASK(stress, [](const Value& job) -> Value {
-  int kind = job.at("kind").get<int>();
-  if (kind == kCrash) ::kill(::getpid(), SIGKILL);
-  if (kind == kHang) ::sleep(10);
+  auto kind = job.at("kind").get<Kind>();
+  if (kind == Kind::crash) ::kill(::getpid(), SIGKILL);
+  if (kind == Kind::hang) ::sleep(10);
   return job.at("i");
 });
 
@@ -34,9 +34,9 @@ long rss_kib() {
 }
 
 Kind kind_of(int i) {
-  if (i % 100 == 37) return kCrash;
-  if (i % 100 == 73) return kHang;
-  return kNormal;
+  if (i % 100 == 37) return Kind::crash;
+  if (i % 100 == 73) return Kind::hang;
+  return Kind::normal;
 }
 
 TEST(PoolStress, EveryResultAccountedForAndResourcesFlat) {
@@ -62,17 +62,17 @@ TEST(PoolStress, EveryResultAccountedForAndResourcesFlat) {
       int i = start + k;
       const MapResult& r = results[k];
       switch (kind_of(i)) {
-        case kNormal:
+        case Kind::normal:
           ASSERT_EQ(r.status, StatusKind::COMPLETE) << "task " << i << ": " << r.value;
           ASSERT_EQ(r.value, i);
           ++complete;
           break;
-        case kCrash:
+        case Kind::crash:
           ASSERT_EQ(r.status, StatusKind::EXCEPTION) << "task " << i;
           ASSERT_NE(r.value.get<std::string>().find("killed by signal SIGKILL"), std::string::npos);
           ++crashed;
           break;
-        case kHang:
+        case Kind::hang:
           ASSERT_EQ(r.status, StatusKind::TIMEOUT) << "task " << i << ": " << r.value;
           ++timed_out;
           break;

@@ -105,7 +105,7 @@ void WorkerProcess::start() {
   uses_ = 0;
   // The worker's "ready" is awaited like an answer: loading a large program can take longer than
   // a task's deadline, and a program that never calls serve_if_worker() must be a clear error.
-  awaited_.push_back({Awaited::kReady, {}, {}});
+  awaited_.push_back({Awaited::Kind::ready, {}, {}});
   begin_oldest(Clock::now());
   if (!options_.initializer.empty()) {
     try {
@@ -114,7 +114,7 @@ void WorkerProcess::start() {
       stop();
       throw;
     }
-    awaited_.push_back({Awaited::kInit, options_.initializer, {}});
+    awaited_.push_back({Awaited::Kind::init, options_.initializer, {}});
   }
 }
 
@@ -143,7 +143,7 @@ void WorkerProcess::send(std::string_view task, const Value& args,
     if (!child_) start();
   }
   outbox_.append_call(task, args, args_outlive_write);
-  awaited_.push_back({Awaited::kCall, std::string(task), timeout});
+  awaited_.push_back({Awaited::Kind::call, std::string(task), timeout});
   ++calls_;
   ++uses_;
   if (awaited_.size() == 1) begin_oldest(Clock::now());
@@ -165,19 +165,19 @@ void WorkerProcess::begin_oldest(Clock::time_point now) {
   deadline_.reset();
   if (awaited_.empty()) return;
   const Awaited& oldest = awaited_.front();
-  if (oldest.kind == Awaited::kReady) deadline_ = now + kStartTimeout;
-  if (oldest.kind == Awaited::kCall && oldest.timeout) deadline_ = now + *oldest.timeout;
+  if (oldest.kind == Awaited::Kind::ready) deadline_ = now + kStartTimeout;
+  if (oldest.kind == Awaited::Kind::call && oldest.timeout) deadline_ = now + *oldest.timeout;
 }
 
 std::string WorkerProcess::doing() const {
   if (awaited_.empty()) return "idle";
   const Awaited& oldest = awaited_.front();
   switch (oldest.kind) {
-    case Awaited::kReady:
+    case Awaited::Kind::ready:
       return "starting";
-    case Awaited::kInit:
+    case Awaited::Kind::init:
       return fmt::format("running initializer '{}'", oldest.task);
-    case Awaited::kCall:
+    case Awaited::Kind::call:
       break;
   }
   return fmt::format("running task '{}'", oldest.task);
@@ -194,11 +194,11 @@ std::size_t WorkerProcess::fail(Outcome::Kind kind, std::string message, const E
 std::size_t WorkerProcess::died(const Ended& ended) {
   child_->reap();
   std::string how = describe_death(child_->wait_status());
-  bool starting = !awaited_.empty() && awaited_.front().kind == Awaited::kReady;
+  bool starting = !awaited_.empty() && awaited_.front().kind == Awaited::Kind::ready;
   std::string message =
       starting ? fmt::format("worker {} {} before it was ready: {}", pid(), how, kStartHint)
                : fmt::format("worker {} {} {}", pid(), doing(), how);
-  return fail(Outcome::kChildDied, std::move(message), ended);
+  return fail(Outcome::Kind::child_died, std::move(message), ended);
 }
 
 bool WorkerProcess::on_answer(Value answer, const Ended& ended, std::size_t* dropped) {
@@ -209,7 +209,7 @@ bool WorkerProcess::on_answer(Value answer, const Ended& ended, std::size_t* dro
   }
   if (!well_formed || awaited_.empty()) {
     *dropped =
-        fail(Outcome::kProtocol,
+        fail(Outcome::Kind::protocol,
              fmt::format("worker protocol: worker {} sent {} while {}; it was killed", pid(),
                          well_formed ? "an answer nobody asked for" : "a bad answer", doing()),
              ended);
@@ -217,8 +217,8 @@ bool WorkerProcess::on_answer(Value answer, const Ended& ended, std::size_t* dro
   }
   Awaited::Kind kind = awaited_.front().kind;
   auto now = Clock::now();
-  if (kind == Awaited::kInit && !ok) {  // the first call gets the initializer's error
-    Outcome error{Outcome::kTask, nullptr, answer[1].get<std::string>(),
+  if (kind == Awaited::Kind::init && !ok) {  // the first call gets the initializer's error
+    Outcome error{Outcome::Kind::task, nullptr, answer[1].get<std::string>(),
                   answer[2].get<std::string>()};
     std::size_t calls = calls_;
     stop();
@@ -226,18 +226,18 @@ bool WorkerProcess::on_answer(Value answer, const Ended& ended, std::size_t* dro
     *dropped = calls > 0 ? calls - 1 : 0;
     return false;
   }
-  if (kind == Awaited::kCall) {
+  if (kind == Awaited::Kind::call) {
     Clock::duration took = now - oldest_began_;
     typical_call_time_ = typical_call_time_ ? (*typical_call_time_ * 3 + took) / 4 : took;
   }
   awaited_.pop_front();
   begin_oldest(now);
-  if (kind != Awaited::kCall) return true;
+  if (kind != Awaited::Kind::call) return true;
   if (--calls_ == 0 && decoder_.capacity() > kKeptCapacity) decoder_.release();
   if (ok) {
     ended(Outcome::of_value(std::move(answer[1])));
   } else {
-    ended({Outcome::kTask, nullptr, std::move(answer[1].get_ref<std::string&>()),
+    ended({Outcome::Kind::task, nullptr, std::move(answer[1].get_ref<std::string&>()),
            std::move(answer[2].get_ref<std::string&>())});
   }
   return true;
@@ -252,7 +252,7 @@ std::size_t WorkerProcess::read_available(const Ended& ended) {
     try {
       answer = decoder_.next();
     } catch (const ProtocolError& e) {
-      return fail(Outcome::kProtocol,
+      return fail(Outcome::Kind::protocol,
                   fmt::format("{} (worker {} {}; it was killed)", e.what(), pid(), doing()), ended);
     }
     if (!answer) break;
@@ -266,11 +266,11 @@ std::size_t WorkerProcess::read_available(const Ended& ended) {
 std::size_t WorkerProcess::expire_if_overdue(Clock::time_point now, const Ended& ended) {
   if (!deadline_ || *deadline_ > now) return 0;
   std::string message =
-      awaited_.front().kind == Awaited::kCall
+      awaited_.front().kind == Awaited::Kind::call
           ? fmt::format("task '{}' timed out; its worker was killed", awaited_.front().task)
           : fmt::format("worker {} was not ready within {} s and was killed: {}", pid(),
                         kStartTimeout.count(), kStartHint);
-  return fail(Outcome::kTimeout, std::move(message), ended);
+  return fail(Outcome::Kind::timeout, std::move(message), ended);
 }
 
 Outcome WorkerProcess::wait() {
@@ -291,14 +291,14 @@ Outcome WorkerProcess::wait() {
     expire_if_overdue(now, ended);
     if (result) break;
     if (scope_deadline && now >= *scope_deadline) {
-      fail(Outcome::kTimeout,
+      fail(Outcome::Kind::timeout,
            fmt::format("task '{}' ran past its deadline; its worker was killed",
                        awaited_.empty() ? "" : awaited_.front().task),
            ended);
       break;
     }
     if (scope != nullptr && scope->cancelled()) {
-      fail(Outcome::kCancelled, "cancelled; the worker was killed", ended);
+      fail(Outcome::Kind::cancelled, "cancelled; the worker was killed", ended);
       break;
     }
     pollfd p[3] = {{responses_.get(), POLLIN, 0}, {requests_.get(), POLLOUT, 0}, {-1, 0, 0}};
@@ -311,7 +311,7 @@ Outcome WorkerProcess::wait() {
     if (wants_to_write() && p[1].revents != 0) flush();
     if (p[0].revents != 0) read_available(ended);
   }
-  if (!result) throw Error("the pool worker has no call in flight");
+  if (!result) throw InvalidState("the pool worker has no call in flight");
   return std::move(*result);
 }
 
@@ -334,7 +334,7 @@ namespace {
 void send_one(internal::WorkerProcess& process, std::string_view task, const Value& args,
               std::optional<std::chrono::milliseconds> timeout, bool args_outlive_write) {
   if (process.calls_in_flight() > 0) {
-    throw InvalidArgument(
+    throw InvalidState(
         "Worker::send: the previous call's result was not received (recv() it first)");
   }
   process.send(task, args, timeout, args_outlive_write);
@@ -350,7 +350,7 @@ void Worker::send(std::string_view task, const Value& args,
 
 Value Worker::recv() {
   if (state_->process.calls_in_flight() == 0) {
-    throw InvalidArgument("Worker::recv: no call was sent");
+    throw InvalidState("Worker::recv: no call was sent");
   }
   return internal::unwrap(state_->process.wait());
 }

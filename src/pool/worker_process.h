@@ -73,7 +73,7 @@ class WorkerProcess {
  private:
   // What an awaited frame answers.
   struct Awaited {
-    enum Kind { kReady, kInit, kCall } kind;
+    enum class Kind { ready, init, call } kind;
     std::string task;
     std::optional<std::chrono::milliseconds> timeout;
   };

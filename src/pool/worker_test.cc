@@ -193,9 +193,9 @@ TEST(Worker, AFailingInitializerFailsTheCallWithItsError) {
 
 TEST(Worker, OneCallInFlightAtATime) {
   Worker worker;
-  EXPECT_THROW(worker.recv(), InvalidArgument);
+  EXPECT_THROW(worker.recv(), InvalidState);
   worker.send("square", 4);
-  EXPECT_THROW(worker.send("square", 5), InvalidArgument);
+  EXPECT_THROW(worker.send("square", 5), InvalidState);
   EXPECT_EQ(worker.recv(), 16);
 }
 
@@ -319,7 +319,7 @@ TEST(Worker, KillIsAliveAndJoin) {
   EXPECT_FALSE(worker.is_alive());
   EXPECT_TRUE(testing::process_gone(pid));
   EXPECT_TRUE(worker.join(50ms));
-  EXPECT_THROW(worker.recv(), InvalidArgument);
+  EXPECT_THROW(worker.recv(), InvalidState);
 }
 
 // The parent SIGKILLed: its worker must not outlive it by more than a second.

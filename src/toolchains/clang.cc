@@ -1,6 +1,5 @@
 #include "kiln/clang.h"
 
-#include <fstream>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -58,7 +57,7 @@ std::string create_llvm(const std::vector<std::string>& inputs, const LlvmOption
       continue;
     }
     fs::path source = temp / fmt::format("input{}.cc", i);
-    std::ofstream(source, std::ios::binary) << inputs[i];
+    internal::write_file(source, inputs[i]);
     argv.push_back(source.string());
   }
   check("Compilation error:", {.argv = argv});

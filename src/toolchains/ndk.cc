@@ -13,7 +13,8 @@ namespace fs = std::filesystem;
 fs::path compiler() {
   const char* cc = std::getenv("TVM_NDK_CC");  // NOLINT(concurrency-mt-unsafe): read-only use
   if (cc == nullptr || *cc == '\0') {
-    throw Error("Require environment variable TVM_NDK_CC to be the NDK standalone compiler");
+    throw ToolNotFound("TVM_NDK_CC",
+                       "Require environment variable TVM_NDK_CC to be the NDK standalone compiler");
   }
   return cc;
 }

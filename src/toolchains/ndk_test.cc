@@ -101,11 +101,12 @@ TEST(NdkWithoutCompiler, TheSeedsErrorWhenTvmNdkCcIsUnset) {
   try {
     create_shared("libx.so", {"x.o"});
     FAIL();
-  } catch (const Error& e) {
+  } catch (const ToolNotFound& e) {  // no compiler to run: not a failure of one that ran
+    EXPECT_EQ(e.tool(), "TVM_NDK_CC");
     EXPECT_NE(std::string(e.what()).find("Require environment variable TVM_NDK_CC"),
               std::string::npos);
   }
-  EXPECT_THROW(create_staticlib("libx.a", {"x.o"}), Error);
+  EXPECT_THROW(create_staticlib("libx.a", {"x.o"}), ToolNotFound);
 }
 
 }  // namespace

@@ -1,6 +1,5 @@
 #include "kiln/rocm.h"
 
-#include <fstream>
 #include <regex>
 #include <sstream>
 
@@ -93,11 +92,7 @@ std::string callback_rocm_link(std::string_view object_bytes, const std::string&
   TempDirectory temp;
   fs::path object = temp / "rocm_kernel.o";
   fs::path code_object = temp / "rocm_kernel.co";
-  {
-    std::ofstream out(object, std::ios::binary);
-    out.write(object_bytes.data(), static_cast<std::streamsize>(object_bytes.size()));
-    if (!out.flush()) throw FileNotFound("cannot write " + object.string());
-  }
+  internal::write_file(object, object_bytes);
   rocm_link(object, code_object, lld);
   return read_file(code_object);
 }

@@ -103,7 +103,7 @@ class TempOutput {
 };
 
 [[noreturn]] void throw_write_error(archive* writer, const fs::path& output) {
-  throw Error(
+  throw ArchiveError(
       fmt::format("Tar error: writing '{}': {}", output.string(), internal::archive_error(writer)));
 }
 
@@ -116,7 +116,9 @@ void copy_file_data(archive* writer, int fd, off_t size, const fs::path& file,
     size_t want = static_cast<size_t>(std::min<off_t>(left, static_cast<off_t>(buffer.size())));
     ssize_t n = internal::retry_eintr([&] { return ::read(fd, buffer.data(), want); });
     if (n < 0) throw SystemError(fmt::format("read '{}'", file.string()), errno);
-    if (n == 0) throw Error(fmt::format("Tar error: '{}' shrank while archived", file.string()));
+    if (n == 0) {
+      throw ArchiveError(fmt::format("Tar error: '{}' shrank while archived", file.string()));
+    }
     if (archive_write_data(writer, buffer.data(), static_cast<size_t>(n)) < 0) {
       throw_write_error(writer, output);
     }
@@ -148,7 +150,7 @@ void add_file(archive* writer, const fs::path& file, const std::string& name,
 // A gzip-compressed pax (ustar-compatible) writer onto `fd`.
 Writer open_gzip_writer(int fd, const fs::path& output) {
   Writer writer(archive_write_new());
-  if (!writer) throw Error("Tar error: libarchive could not allocate a writer");
+  if (!writer) throw ArchiveError("Tar error: libarchive could not allocate a writer");
   if (archive_write_add_filter_gzip(writer.get()) != ARCHIVE_OK ||
       archive_write_set_filter_option(writer.get(), "gzip", "compression-level", "1") !=
           ARCHIVE_OK ||

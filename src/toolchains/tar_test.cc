@@ -296,8 +296,9 @@ TEST(Untar, CorruptArchiveIsATarError) {
   write_file(tmp / "junk.tar", std::string(4096, 'j'));
   try {
     untar(tmp / "junk.tar", tmp / "out");
-    FAIL() << "expected kiln::Error";
-  } catch (const Error& e) {
+    FAIL() << "expected kiln::ArchiveError";
+  } catch (const ArchiveError& e) {
+    EXPECT_EQ(dynamic_cast<const UnsafeArchiveMember*>(&e), nullptr) << "corrupt, not hostile";
     std::string message = e.what();
     EXPECT_TRUE(message.starts_with("Tar error: ")) << message;
     EXPECT_NE(message.find((tmp / "junk.tar").string()), std::string::npos) << message;
@@ -310,7 +311,7 @@ TEST(Untar, TruncatedGzipIsATarError) {
   tar(tmp / "a.tar", {tmp / "a"});
   std::string bytes = read_file(tmp / "a.tar");
   write_file(tmp / "cut.tar", bytes.substr(0, bytes.size() / 2));
-  EXPECT_THROW(untar(tmp / "cut.tar", tmp / "out"), Error);
+  EXPECT_THROW(untar(tmp / "cut.tar", tmp / "out"), ArchiveError);
 }
 
 TEST(Untar, LeavesNoDescriptorOpen) {
@@ -467,7 +468,7 @@ class HostileArchive : public ::testing::Test {
     try {
       untar(archive_path, out_);
       ADD_FAILURE() << "extracted a hostile archive; expected a refusal of '" << member << "'";
-    } catch (const Error& e) {
+    } catch (const UnsafeArchiveMember& e) {
       std::string message = e.what();
       EXPECT_TRUE(message.starts_with("Tar error: ")) << message;
       EXPECT_NE(message.find("'" + member + "'"), std::string::npos) << message;

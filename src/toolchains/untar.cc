@@ -116,17 +116,17 @@ Place place_of(std::string_view member) {
 }
 
 [[noreturn]] void refuse(const Extraction& x, std::string_view member, std::string_view reason) {
-  throw Error(fmt::format("Tar error: refusing member '{}' of '{}': {}", member,
-                          x.archive_path.string(), reason));
+  throw UnsafeArchiveMember(fmt::format("Tar error: refusing member '{}' of '{}': {}", member,
+                                        x.archive_path.string(), reason));
 }
 
 [[noreturn]] void throw_read_error(const Extraction& x, archive* a, std::string_view member) {
   if (member.empty()) {
-    throw Error(fmt::format("Tar error: reading '{}': {}", x.archive_path.string(),
-                            internal::archive_error(a)));
+    throw ArchiveError(fmt::format("Tar error: reading '{}': {}", x.archive_path.string(),
+                                   internal::archive_error(a)));
   }
-  throw Error(fmt::format("Tar error: extracting member '{}' of '{}': {}", member,
-                          x.archive_path.string(), internal::archive_error(a)));
+  throw ArchiveError(fmt::format("Tar error: extracting member '{}' of '{}': {}", member,
+                                 x.archive_path.string(), internal::archive_error(a)));
 }
 
 // A system call on `path` (relative to the target) failed while extracting `member`.
@@ -142,7 +142,7 @@ Place place_of(std::string_view member) {
 // Gzip, bzip2, xz and zstd in-process; libarchive's other filters would run external programs.
 Reader open_reader(const Extraction& x, int fd) {
   Reader reader(archive_read_new());
-  if (!reader) throw Error("Tar error: libarchive could not allocate a reader");
+  if (!reader) throw ArchiveError("Tar error: libarchive could not allocate a reader");
   archive* r = reader.get();
   if (archive_read_support_filter_gzip(r) != ARCHIVE_OK ||
       archive_read_support_filter_bzip2(r) != ARCHIVE_OK ||

@@ -7,6 +7,7 @@
 #include "commands.h"
 #include "kiln/cc.h"
 #include "kiln/error.h"
+#include "kiln/paths.h"
 
 namespace kiln::cli {
 namespace {
@@ -85,8 +86,11 @@ void add_triple(CLI::App& cc, int* status) {
     std::string name = !compiler->empty() ? *compiler : cc::get_cc().value_or("");
     if (name.empty()) throw ToolNotFound("cc", "no C/C++ compiler found: pass --cc");
     std::optional<std::string> triple = cc::get_target_by_dump_machine(name, passthrough())();
-    if (!triple)
-      throw Error("cannot tell the target triple of '" + name + "' (-dumpmachine failed)");
+    if (!triple) {
+      std::string message = "cannot tell the target triple of '" + name + "' (-dumpmachine failed)";
+      if (!which(name)) throw ToolNotFound(name, message);
+      throw UnexpectedOutput(message);  // it ran, but failed or printed nothing
+    }
     std::cout << *triple << "\n";
     *status = kExitOk;
   });

@@ -1,5 +1,6 @@
 #include "internal/files.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -10,11 +11,32 @@
 
 #include <fmt/format.h>
 
+#include "internal/fd.h"
 #include "kiln/error.h"
 
 namespace kiln::internal {
 
 namespace fs = std::filesystem;
+
+namespace {
+
+// Opens `path` for writing with `flags` added, writes all of `bytes` and closes it. Throws
+// SystemError("write '<name>'", errno), where `name` is the path the caller asked for.
+void write_to(const fs::path& path, int flags, std::string_view bytes, const fs::path& name) {
+  const std::string operation = fmt::format("write '{}'", name.string());
+  UniqueFd fd(
+      retry_eintr([&] { return ::open(path.c_str(), O_WRONLY | O_CLOEXEC | flags, 0666); }));
+  if (!fd) throw SystemError(operation, errno);
+  while (!bytes.empty()) {
+    ssize_t n = retry_eintr([&] { return ::write(fd.get(), bytes.data(), bytes.size()); });
+    if (n < 0) throw SystemError(operation, errno);
+    bytes.remove_prefix(static_cast<size_t>(n));
+  }
+  // close() reports late write errors (NFS, quotas); it is never retried (see retry_eintr).
+  if (::close(fd.release()) != 0 && errno != EINTR) throw SystemError(operation, errno);
+}
+
+}  // namespace
 
 void move_into_place(const fs::path& from, const fs::path& to) {
   std::error_code ec;
@@ -25,8 +47,17 @@ void move_into_place(const fs::path& from, const fs::path& to) {
   }
   fs::path staging = to;
   staging += ".kiln-tmp";
-  fs::copy_file(from, staging, fs::copy_options::overwrite_existing);
-  fs::rename(staging, to);
+  fs::copy_file(from, staging, fs::copy_options::overwrite_existing, ec);
+  if (ec) {
+    throw SystemError(fmt::format("copy '{}' to '{}'", from.string(), staging.string()),
+                      ec.value());
+  }
+  fs::rename(staging, to, ec);
+  if (ec) {
+    fs::remove(staging, ec);
+    throw SystemError(fmt::format("rename '{}' to '{}'", staging.string(), to.string()),
+                      ec.value());
+  }
 }
 
 void write_file_atomically(const fs::path& path, std::string_view bytes,
@@ -34,20 +65,26 @@ void write_file_atomically(const fs::path& path, std::string_view bytes,
   static std::atomic<unsigned long> counter{0};
   fs::path temp = path.parent_path() / fmt::format(".kiln-tmp-{}-{}-{}", ::getpid(), counter++,
                                                    path.filename().string());
-  std::error_code ec;
-  {
-    std::ofstream out(temp, std::ios::binary | std::ios::trunc);
-    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    if (out.flush()) {
-      out.close();
-      if (!mode || ::chmod(temp.c_str(), *mode) == 0) {
-        fs::rename(temp, path, ec);
-        if (!ec) return;
-      }
+  try {
+    write_to(temp, O_CREAT | O_EXCL, bytes, path);
+    if (mode && ::chmod(temp.c_str(), *mode) != 0) {
+      throw SystemError(fmt::format("chmod '{}'", path.string()), errno);
     }
+    std::error_code ec;
+    fs::rename(temp, path, ec);
+    if (ec) {
+      throw SystemError(fmt::format("rename '{}' to '{}'", temp.string(), path.string()),
+                        ec.value());
+    }
+  } catch (const SystemError&) {
+    std::error_code ignored;
+    fs::remove(temp, ignored);
+    throw;
   }
-  fs::remove(temp, ec);
-  throw FileNotFound("cannot write " + path.string());
+}
+
+void write_file(const fs::path& path, std::string_view bytes) {
+  write_to(path, O_CREAT | O_TRUNC, bytes, path);
 }
 
 std::string read_file(const fs::path& path, std::string_view missing) {

@@ -1,4 +1,6 @@
-// Putting a finished file where it belongs, whole or not at all.
+// Files in and out: every file kiln writes goes through here. Its own outputs (a library, a
+// cubin, a cache entry) are written whole or not at all (write_file_atomically); scratch files in
+// a temporary directory are written in place but still checked (write_file).
 #pragma once
 
 #include <cstdlib>
@@ -15,9 +17,14 @@ void move_into_place(const std::filesystem::path& from, const std::filesystem::p
 
 // Writes `bytes` to a temporary file beside `path` (".kiln-tmp-<pid>-<n>-<name>", unique per
 // call), gives it `mode` when set, then renames it over `path`; on failure removes the temporary
-// file and throws FileNotFound naming `path`.
+// file and throws SystemError naming `path` and errno's text.
 void write_file_atomically(const std::filesystem::path& path, std::string_view bytes,
                            std::optional<unsigned> mode = std::nullopt);
+
+// Creates or truncates `path` and writes `bytes` to it in place (for scratch files nobody else
+// reads half-written, like a compiler's input in a temporary directory). Throws SystemError
+// naming `path` and errno's text when it cannot be opened, written or closed.
+void write_file(const std::filesystem::path& path, std::string_view bytes);
 
 // The whole file; throws FileNotFound("<missing> '<path>'") when it cannot be opened, so a caller
 // can say what the missing file means ("the compiler wrote no").

@@ -121,7 +121,7 @@ std::string compile_cuda(std::string_view code, const CompileOptions& options) {
   }
   std::string bytes = options.backend == Backend::nvcc ? internal::compile_with_nvcc(request)
                                                        : internal::compile_with_nvrtc(request);
-  if (bytes.empty()) throw Error("Compilation error: empty result is generated");
+  if (bytes.empty()) throw UnexpectedOutput("Compilation error: empty result is generated");
   if (!options.output.empty()) kiln::internal::write_file_atomically(options.output, bytes);
   return bytes;
 }

@@ -138,6 +138,21 @@ TEST_F(CudaCompile, EachBadRequestIsItsOwnClearError) {
             std::string::npos);
 }
 
+// nvcc told to only preprocess a comment, as C and without line markers, succeeds and writes an
+// empty file: the seed's error, as a compiler that gave nothing usable.
+TEST_F(CudaCompile, AnEmptyResultIsUnexpectedOutput) {
+  try {
+    compile_cuda("/* nothing */\n", {.format = Format::ptx,
+                                     .arch = "sm_80",
+                                     .options = {"-x", "c", "-E", "-Xcompiler", "-P"},
+                                     .backend = Backend::nvcc,
+                                     .use_cache = false});
+    FAIL() << "an empty result was accepted";
+  } catch (const UnexpectedOutput& e) {
+    EXPECT_STREQ(e.what(), "Compilation error: empty result is generated");
+  }
+}
+
 TEST_F(CudaCompile, NvccOnlyOptionsAreDroppedForNvrtcAndTheRestReachIt) {
   const std::string needs_define =
       "#if !KILN_DEFINED\n#error not defined\n#endif\n"

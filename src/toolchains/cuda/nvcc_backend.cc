@@ -1,5 +1,4 @@
 // The nvcc backend: the seed's flags, in the seed's order, through the process runner.
-#include <fstream>
 #include <map>
 #include <mutex>
 #include <sstream>
@@ -17,12 +16,6 @@ namespace kiln::cuda::internal {
 namespace {
 
 namespace fs = std::filesystem;
-
-void write_file(const fs::path& path, std::string_view bytes) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-  if (!out.flush()) throw FileNotFound("cannot write " + path.string());
-}
 
 // Runs one stage; a failure carries the source and the tool's output, as the seed's does.
 void run_stage(const std::string& code, std::vector<std::string> argv) {
@@ -67,7 +60,7 @@ std::string compile_with_nvcc(const Request& request) {
     fs::create_directories(*dump);
     source = fs::path(*dump) / "tvm_kernels.cu";
   }
-  write_file(source, request.code);
+  kiln::internal::write_file(source, request.code);
   fs::path target = temp / fmt::format("tvm_kernels.{}", format_name(format));
   if (request.nvshmem) target = temp / "tvm_kernels.o";  // first stage: a relocatable object
 

@@ -1,12 +1,12 @@
 // The NVRTC backend: the seed's source filtering, preamble and options, through the NVRTC library
 // loaded at run time.
 #include <cctype>
-#include <fstream>
 #include <sstream>
 
 #include <fmt/format.h>
 
 #include "backends.h"
+#include "internal/files.h"
 #include "internal/shell_words.h"
 #include "kiln/cuda.h"
 #include "kiln/error.h"
@@ -103,7 +103,10 @@ class Program {
  public:
   Program(const NvrtcLibrary& lib, const std::string& source) : lib_(lib) {
     int r = lib_.create_program(&program_, source.c_str(), "tvm_kernels.cu", 0, nullptr, nullptr);
-    if (r != 0) throw Error("Failed to create NVRTC program: " + nvrtc_error(r));
+    if (r != 0) {
+      throw LibraryCallFailed("nvrtcCreateProgram", r,
+                              "Failed to create NVRTC program: " + nvrtc_error(r));
+    }
   }
   ~Program() { lib_.destroy_program(&program_); }
   Program(const Program&) = delete;
@@ -137,7 +140,8 @@ std::string link_nvshmem(const Request& request, const std::string& cubin,
   const char* options[] = {arch_option.c_str()};
   NvJitLinkLibrary::Handle handle = nullptr;
   if (int r = lib.create(&handle, 1, options); r != 0) {
-    throw Error(fmt::format("nvJitLinkCreate failed with result {}", r));
+    throw LibraryCallFailed("nvJitLinkCreate", r,
+                            fmt::format("nvJitLinkCreate failed with result {}", r));
   }
   struct Destroy {
     const NvJitLinkLibrary& lib;
@@ -175,10 +179,10 @@ std::string link_nvshmem(const Request& request, const std::string& cubin,
   return linked;
 }
 
+// TVM_KERNEL_DUMP: kiln's own output for the user to read, so written whole or not at all.
 void dump(const fs::path& dir, const std::string& name, const std::string& bytes) {
   fs::create_directories(dir);
-  std::ofstream out(dir / name, std::ios::binary | std::ios::trunc);
-  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  kiln::internal::write_file_atomically(dir / name, bytes);
 }
 
 }  // namespace
@@ -200,11 +204,17 @@ NvrtcOutput run_nvrtc(const std::string& code, const std::string& source,
   const char* what = cubin ? "CUBIN" : "PTX";
   std::size_t size = 0;
   r = cubin ? lib.get_cubin_size(program.get(), &size) : lib.get_ptx_size(program.get(), &size);
-  if (r != 0) throw Error(fmt::format("Failed to get {} size: {}", what, nvrtc_error(r)));
+  if (r != 0) {
+    throw LibraryCallFailed(cubin ? "nvrtcGetCUBINSize" : "nvrtcGetPTXSize", r,
+                            fmt::format("Failed to get {} size: {}", what, nvrtc_error(r)));
+  }
   NvrtcOutput output{std::string(size, '\0'), program.log()};
   r = cubin ? lib.get_cubin(program.get(), output.bytes.data())
             : lib.get_ptx(program.get(), output.bytes.data());
-  if (r != 0) throw Error(fmt::format("Failed to get {}: {}", what, nvrtc_error(r)));
+  if (r != 0) {
+    throw LibraryCallFailed(cubin ? "nvrtcGetCUBIN" : "nvrtcGetPTX", r,
+                            fmt::format("Failed to get {}: {}", what, nvrtc_error(r)));
+  }
   if (!cubin && !output.bytes.empty() && output.bytes.back() == '\0') output.bytes.pop_back();
   return output;
 }

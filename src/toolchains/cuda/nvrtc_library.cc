@@ -163,7 +163,7 @@ std::pair<int, int> nvrtc_version() {
   int major = 0;
   int minor = 0;
   if (int r = internal::nvrtc().version(&major, &minor); r != 0) {
-    throw Error("nvrtcVersion failed: " + internal::nvrtc_error(r));
+    throw LibraryCallFailed("nvrtcVersion", r, "nvrtcVersion failed: " + internal::nvrtc_error(r));
   }
   return {major, minor};
 }
@@ -172,11 +172,13 @@ std::vector<int> nvrtc_supported_archs() {
   const internal::NvrtcLibrary& lib = internal::nvrtc();
   int count = 0;
   if (int r = lib.get_num_supported_archs(&count); r != 0) {
-    throw Error("nvrtcGetNumSupportedArchs failed: " + internal::nvrtc_error(r));
+    throw LibraryCallFailed("nvrtcGetNumSupportedArchs", r,
+                            "nvrtcGetNumSupportedArchs failed: " + internal::nvrtc_error(r));
   }
   std::vector<int> archs(static_cast<std::size_t>(count));
   if (int r = lib.get_supported_archs(archs.data()); r != 0) {
-    throw Error("nvrtcGetSupportedArchs failed: " + internal::nvrtc_error(r));
+    throw LibraryCallFailed("nvrtcGetSupportedArchs", r,
+                            "nvrtcGetSupportedArchs failed: " + internal::nvrtc_error(r));
   }
   return archs;
 }

@@ -90,7 +90,7 @@ std::optional<CudaVersion> cuda_version_from_files(const fs::path& cuda) {
     std::string last;
     for (std::string word; words >> word;) last = word;
     if (std::optional<CudaVersion> v = parse_version(last)) return *v;
-    throw Error(
+    throw UnexpectedOutput(
         fmt::format("Cannot read cuda version: {} holds '{}', not a version", file.string(), last));
   }
   if (fs::path file = cuda / "version.json"; is_file(file)) {
@@ -99,20 +99,19 @@ std::optional<CudaVersion> cuda_version_from_files(const fs::path& cuda) {
         doc["cuda"].contains("version") && doc["cuda"]["version"].is_string()) {
       if (auto v = parse_version(doc["cuda"]["version"].get<std::string>())) return *v;
     }
-    throw Error(fmt::format("Cannot read cuda version: {} has no \"cuda\": {{\"version\": ...}}",
-                            file.string()));
+    throw UnexpectedOutput(fmt::format(
+        "Cannot read cuda version: {} has no \"cuda\": {{\"version\": ...}}", file.string()));
   }
   return std::nullopt;
 }
 
-std::optional<CudaVersion> nvcc_version(const fs::path& nvcc, std::string* why_not) {
-  RunResult result;
-  try {
-    result = run({.argv = {nvcc.string(), "--version"}, .timeout = std::chrono::seconds(60)});
-  } catch (const CannotRunTool& e) {
-    if (why_not != nullptr) *why_not = e.what();
-    return std::nullopt;
-  }
+namespace {
+
+// What `nvcc --version` says, or std::nullopt (and why) when it fails or names no version.
+// Throws CannotRunTool when nvcc cannot be started.
+std::optional<CudaVersion> ask_nvcc(const fs::path& nvcc, std::string* why_not) {
+  RunResult result =
+      run({.argv = {nvcc.string(), "--version"}, .timeout = std::chrono::seconds(60)});
   if (result.ok()) {
     std::istringstream lines(result.output);
     for (std::string line; std::getline(lines, line);) {
@@ -133,6 +132,17 @@ std::optional<CudaVersion> nvcc_version(const fs::path& nvcc, std::string* why_n
   return std::nullopt;
 }
 
+}  // namespace
+
+std::optional<CudaVersion> nvcc_version(const fs::path& nvcc, std::string* why_not) {
+  try {
+    return ask_nvcc(nvcc, why_not);
+  } catch (const CannotRunTool& e) {
+    if (why_not != nullptr) *why_not = e.what();
+    return std::nullopt;
+  }
+}
+
 CudaVersion get_cuda_version(const fs::path& given) {
   fs::path cuda = given.empty() ? find_cuda_path() : given;
   if (std::optional<CudaVersion> v = cuda_version_from_files(cuda)) return *v;
@@ -144,8 +154,15 @@ CudaVersion get_cuda_version(const fs::path& given) {
         fmt::format("Cannot read cuda version: {}, and no {}", tried, nvcc.string()));
   }
   std::string why;
-  if (std::optional<CudaVersion> v = nvcc_version(nvcc, &why)) return *v;
-  throw Error(fmt::format("Cannot read cuda version: {}, and {}", tried, why));
+  std::string context = fmt::format("Cannot read cuda version: {}, and ", tried);
+  try {
+    if (std::optional<CudaVersion> v = ask_nvcc(nvcc, &why)) return *v;
+  } catch (const ToolNotExecutable& e) {
+    throw ToolNotExecutable(e.tool(), context + e.what());
+  } catch (const ToolNotFound& e) {
+    throw ToolNotFound(e.tool(), context + e.what());
+  }
+  throw UnexpectedOutput(context + why);
 }
 
 NvshmemPaths find_nvshmem_paths() {

@@ -43,6 +43,27 @@ TEST(CudaVersion, BadFilesAndNothingAtAllAreErrorsThatSayWhere) {
   EXPECT_NE(nothing.find("bin/nvcc"), std::string::npos) << nothing;
 }
 
+TEST(CudaVersion, EachWayOfFailingHasItsOwnClass) {
+  TempDirectory bad_txt, bad_json, silent_nvcc, not_executable, empty;
+  write(bad_txt / "version.txt", "CUDA Version unknown\n");
+  EXPECT_THROW(get_cuda_version(bad_txt.path()), UnexpectedOutput);
+  write(bad_json / "version.json", R"({"cuda": {"name": "CUDA SDK"}})");
+  EXPECT_THROW(get_cuda_version(bad_json.path()), UnexpectedOutput);
+  // A real program that runs and succeeds but names no CUDA release.
+  fs::create_directories(silent_nvcc / "bin");
+  fs::create_symlink("/bin/true", silent_nvcc / "bin" / "nvcc");
+  EXPECT_THROW(get_cuda_version(silent_nvcc.path()), UnexpectedOutput);
+  write(not_executable / "bin" / "nvcc", "not a program");
+  fs::permissions(not_executable / "bin" / "nvcc", fs::perms::owner_read);
+  try {
+    get_cuda_version(not_executable.path());
+    FAIL() << "ran a file without execute permission";
+  } catch (const ToolNotExecutable& e) {
+    EXPECT_TRUE(std::string(e.what()).starts_with("Cannot read cuda version: ")) << e.what();
+  }
+  EXPECT_THROW(get_cuda_version(empty.path()), FileNotFound);
+}
+
 // This machine's toolkit has no version file: the version comes from `nvcc --version`.
 TEST(CudaVersion, TheRealToolkitThroughNvccVersion) {
   fs::path cuda;
