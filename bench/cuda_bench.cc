@@ -11,14 +11,14 @@
 #include <vector>
 
 #include "bench_util.h"
-#include "toolchains/cuda/backends.h"
-#include "toolchains/cuda/nvrtc_source.h"
 #include "kiln/cache.h"
 #include "kiln/cuda.h"
 #include "kiln/error.h"
 #include "kiln/pool.h"
 #include "kiln/temp_directory.h"
 #include "testing/cuda_kernel.h"
+#include "toolchains/cuda/backends.h"
+#include "toolchains/cuda/nvrtc_source.h"
 
 namespace {
 

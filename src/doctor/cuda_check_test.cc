@@ -6,10 +6,10 @@
 
 #include <fmt/format.h>
 
-#include "support.h"
 #include "kiln/cuda.h"
 #include "kiln/doctor.h"
 #include "kiln/temp_directory.h"
+#include "support.h"
 #include "testing/test_support.h"
 
 namespace kiln::doctor {

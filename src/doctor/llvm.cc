@@ -7,11 +7,11 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "support.h"
 #include "internal/files.h"
 #include "internal/path_list.h"
 #include "kiln/doctor.h"
 #include "kiln/error.h"
+#include "support.h"
 
 namespace kiln::doctor {
 namespace {

@@ -2,10 +2,10 @@
 // records in its index (the .gitmodules file records none), recursively.
 #include <fmt/format.h>
 
-#include "support.h"
 #include "internal/files.h"
 #include "kiln/doctor.h"
 #include "kiln/error.h"
+#include "support.h"
 
 namespace kiln::doctor {
 namespace {

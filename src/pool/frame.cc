@@ -10,9 +10,9 @@
 
 #include <fmt/format.h>
 
+#include "cbor.h"
 #include "internal/fd.h"
 #include "kiln/error.h"
-#include "cbor.h"
 
 namespace kiln::internal {
 namespace {

@@ -16,10 +16,10 @@
 
 #include <fmt/format.h>
 
+#include "frame.h"
 #include "internal/fd.h"
 #include "kiln/error.h"
 #include "kiln/pool.h"
-#include "frame.h"
 #include "protocol.h"
 
 namespace kiln::pool {
