@@ -152,6 +152,170 @@ std::string listed(const std::vector<std::string>& items, size_t most = 12) {
   return text;
 }
 
+// Every object the dynamic linker would load for the root, breadth first, once each.
+struct Closure {
+  std::vector<Loaded> loaded{};             // the root first
+  std::map<std::string, size_t> by_name{};  // DT_NEEDED name -> index in `loaded`
+  std::vector<std::string> missing{};       // "name (needed by path)"
+  std::vector<std::string> resolved{};      // the root's own: "name => path"
+};
+
+// Resolves DT_NEEDED names from the root outwards as ld.so would, each name once.
+Closure load_closure(const Loaded& root) {
+  Resolver resolver(root.info);
+  Closure c{.loaded = {root}};
+  std::set<std::string> tried;
+  for (size_t i = 0; i < c.loaded.size(); ++i) {
+    std::vector<std::string> needed = c.loaded[i].info.needed;
+    for (const std::string& need : needed) {
+      if (!tried.insert(need).second) continue;
+      if (std::optional<Loaded> found = resolver.find(need, c.loaded[i])) {
+        if (i == 0) c.resolved.push_back(fmt::format("{} => {}", need, found->path.string()));
+        c.by_name[need] = c.loaded.size();
+        c.loaded.push_back(std::move(*found));
+      } else {
+        c.missing.push_back(fmt::format("{} (needed by {})", need, c.loaded[i].path.string()));
+      }
+    }
+  }
+  return c;
+}
+
+// What the library needs and where each was found; a failure when something is not found.
+Finding needs_finding(const fs::path& library, const Loaded& root, const Closure& c) {
+  Finding needs{"Library", Status::pass, "", ""};
+  needs.finding = fmt::format("{} needs {}{}", library.string(),
+                              root.info.needed.empty() ? "no libraries" : listed(c.resolved, 40),
+                              root.info.bind_now ? " (linked with immediate binding)" : "");
+  if (!c.missing.empty()) {
+    needs.status = Status::fail;
+    needs.finding += fmt::format("; not found: {}", listed(c.missing));
+    needs.fix =
+        "install the missing libraries, or add their directory to the library's RUNPATH "
+        "(-Wl,-rpath) or to LD_LIBRARY_PATH";
+  }
+  return needs;
+}
+
+// A warning when the library links libLLVM dynamically; std::nullopt when it does not.
+std::optional<Finding> llvm_finding(const Loaded& root, const std::string& name) {
+  std::vector<std::string> llvm;
+  for (const std::string& need : root.info.needed) {
+    if (need.starts_with("libLLVM")) llvm.push_back(need);
+  }
+  if (llvm.empty()) return std::nullopt;
+  return Finding{
+      "Library LLVM", Status::warn,
+      fmt::format("{} links LLVM dynamically ({}): at run time it gets whichever libLLVM the "
+                  "dynamic linker finds first, and another LLVM's (from PyTorch, Conda or the "
+                  "system) gives undefined symbols or crashes",
+                  name, listed(llvm)),
+      "link LLVM statically: set(USE_LLVM \"/usr/lib/llvm-N/bin/llvm-config --link-static\") "
+      "and rebuild"};
+}
+
+// The root's strong undefined symbols that no loaded object defines (with a matching version),
+// each as "name (demangled)@version"; `first` gets the first one's raw name.
+std::vector<std::string> unresolved_symbols(const Loaded& root, const Closure& c,
+                                            std::string& first) {
+  std::map<std::string, std::set<std::string>, std::less<>> defined;
+  for (const Loaded& object : c.loaded) {
+    for (const ElfSymbol& symbol : object.info.defined) defined[symbol.name].insert(symbol.version);
+  }
+  std::vector<std::string> unresolved;
+  for (const ElfSymbol& symbol : root.info.undefined) {
+    if (symbol.weak) continue;
+    auto it = defined.find(symbol.name);
+    bool found =
+        it != defined.end() && (symbol.version.empty() || it->second.contains(symbol.version));
+    if (found) continue;
+    if (first.empty()) first = symbol.name;
+    std::string readable = demangle(symbol.name);
+    std::string text =
+        readable != symbol.name ? fmt::format("{} ({})", symbol.name, readable) : symbol.name;
+    if (!symbol.version.empty()) text += "@" + symbol.version;
+    unresolved.push_back(std::move(text));
+  }
+  return unresolved;
+}
+
+// Whether every undefined symbol of the root is defined by what it loads (as immediate binding
+// would resolve them).
+Finding symbols_finding(const Loaded& root, const Closure& c, const std::string& name) {
+  std::string first_unresolved;
+  std::vector<std::string> unresolved = unresolved_symbols(root, c, first_unresolved);
+  if (unresolved.empty()) {
+    return {"Library symbols", Status::pass,
+            fmt::format("all {} undefined symbols of {} are defined by the libraries it loads",
+                        root.info.undefined.size(), name),
+            ""};
+  }
+  return {"Library symbols", Status::fail,
+          fmt::format("{} undefined symbol{} of {} that no library it loads defines: {} (loading "
+                      "it with immediate binding fails: `undefined symbol: {}`; unless the "
+                      "program loading it defines them)",
+                      unresolved.size(), unresolved.size() == 1 ? "" : "s", name,
+                      listed(unresolved), first_unresolved),
+          "link the library that defines them, or rebuild against the same LLVM and C++ library "
+          "it will run with"};
+}
+
+// The failure for `object` needing `version` from `need.file`, which `provider` lacks; names the
+// newest version of the same family (GLIBCXX_, GLIBC_, ...) that it has.
+Finding missing_version_finding(const Loaded& object, const ElfVersionNeed& need,
+                                const Loaded& provider, const std::string& version) {
+  std::string family = version.substr(0, version.find('_') + 1);
+  std::vector<std::string> same_family;
+  for (const std::string& v : provider.info.version_definitions) {
+    if (v.starts_with(family)) same_family.push_back(v);
+  }
+  std::string newest = same_family.empty() ? "none of that family" : same_family.back();
+  return {"Library versions", Status::fail,
+          fmt::format("{} needs {} from {}, but {} lacks it (its newest {}* is {}): loading "
+                      "fails with `version '{}' not found` (built with a newer compiler or C "
+                      "library than this machine has)",
+                      object.path.string(), version, need.file, provider.path.string(), family,
+                      newest, version),
+          fmt::format("build on (or for) this machine's {}, link libstdc++ statically "
+                      "(-static-libstdc++), or install a newer {} (e.g. a newer GCC's runtime)",
+                      need.file, need.file)};
+}
+
+// Each symbol version an object needs from a loaded library, against that library's
+// definitions: one failure per version missing, else one pass naming the C/C++ runtime versions
+// the root needs.
+std::vector<Finding> version_findings(const Loaded& root, const Closure& c,
+                                      const std::string& name) {
+  std::vector<Finding> findings;
+  for (const Loaded& object : c.loaded) {
+    for (const ElfVersionNeed& need : object.info.version_needs) {
+      auto it = c.by_name.find(need.file);
+      if (it == c.by_name.end()) continue;  // reported as a missing library
+      const Loaded& provider = c.loaded[it->second];
+      const std::vector<std::string>& offered = provider.info.version_definitions;
+      for (const std::string& version : need.versions) {
+        if (std::find(offered.begin(), offered.end(), version) != offered.end()) continue;
+        findings.push_back(missing_version_finding(object, need, provider, version));
+      }
+    }
+  }
+  if (!findings.empty()) return findings;
+  std::vector<std::string> needed_versions;
+  for (const ElfVersionNeed& need : root.info.version_needs) {
+    for (const std::string& v : need.versions) {
+      if (v.starts_with("GLIBCXX_") || v.starts_with("CXXABI_") || v.starts_with("GLIBC_")) {
+        needed_versions.push_back(v);
+      }
+    }
+  }
+  findings.push_back(
+      {"Library versions", Status::pass,
+       fmt::format("every symbol version {} and its libraries need is provided{}", name,
+                   needed_versions.empty() ? "" : " (" + listed(needed_versions, 6) + ")"),
+       ""});
+  return findings;
+}
+
 }  // namespace
 
 std::vector<Finding> check_library(const fs::path& library) {
@@ -162,141 +326,13 @@ std::vector<Finding> check_library(const fs::path& library) {
     return {{"Library", Status::fail, fmt::format("--library {}: {}", library.string(), e.what()),
              "pass a built shared library (e.g. --library build/libtvm.so)"}};
   }
-  std::vector<Finding> findings;
   std::string name = library.filename().string();
-
-  // Load every library the dynamic linker would, breadth first, once each (by DT_NEEDED name).
-  Resolver resolver(root.info);
-  std::vector<Loaded> loaded{root};
-  std::map<std::string, size_t> by_name;  // DT_NEEDED name -> index in `loaded`
-  std::vector<std::string> missing;
-  std::vector<std::string> resolved;
-  std::set<std::string> tried;
-  for (size_t i = 0; i < loaded.size(); ++i) {
-    std::vector<std::string> needed = loaded[i].info.needed;
-    for (const std::string& need : needed) {
-      if (!tried.insert(need).second) continue;
-      if (std::optional<Loaded> found = resolver.find(need, loaded[i])) {
-        if (i == 0) resolved.push_back(fmt::format("{} => {}", need, found->path.string()));
-        by_name[need] = loaded.size();
-        loaded.push_back(std::move(*found));
-      } else {
-        missing.push_back(fmt::format("{} (needed by {})", need, loaded[i].path.string()));
-      }
-    }
-  }
-
-  Finding needs{"Library", Status::pass, "", ""};
-  needs.finding = fmt::format("{} needs {}{}", library.string(),
-                              root.info.needed.empty() ? "no libraries" : listed(resolved, 40),
-                              root.info.bind_now ? " (linked with immediate binding)" : "");
-  if (!missing.empty()) {
-    needs.status = Status::fail;
-    needs.finding += fmt::format("; not found: {}", listed(missing));
-    needs.fix =
-        "install the missing libraries, or add their directory to the library's RUNPATH "
-        "(-Wl,-rpath) or to LD_LIBRARY_PATH";
-  }
-  findings.push_back(std::move(needs));
-
-  std::vector<std::string> llvm;
-  for (const std::string& need : root.info.needed) {
-    if (need.starts_with("libLLVM")) llvm.push_back(need);
-  }
-  if (!llvm.empty()) {
-    findings.push_back(
-        {"Library LLVM", Status::warn,
-         fmt::format("{} links LLVM dynamically ({}): at run time it gets whichever libLLVM the "
-                     "dynamic linker finds first, and another LLVM's (from PyTorch, Conda or the "
-                     "system) gives undefined symbols or crashes",
-                     name, listed(llvm)),
-         "link LLVM statically: set(USE_LLVM \"/usr/lib/llvm-N/bin/llvm-config --link-static\") "
-         "and rebuild"});
-  }
-
-  // Symbols: what every loaded object defines, by name, with the versions defined.
-  std::map<std::string, std::set<std::string>, std::less<>> defined;
-  for (const Loaded& object : loaded) {
-    for (const ElfSymbol& symbol : object.info.defined) defined[symbol.name].insert(symbol.version);
-  }
-  std::vector<std::string> unresolved;
-  std::string first_unresolved;
-  for (const ElfSymbol& symbol : root.info.undefined) {
-    if (symbol.weak) continue;
-    auto it = defined.find(symbol.name);
-    bool found =
-        it != defined.end() && (symbol.version.empty() || it->second.contains(symbol.version));
-    if (found) continue;
-    if (first_unresolved.empty()) first_unresolved = symbol.name;
-    std::string readable = demangle(symbol.name);
-    std::string text =
-        readable != symbol.name ? fmt::format("{} ({})", symbol.name, readable) : symbol.name;
-    if (!symbol.version.empty()) text += "@" + symbol.version;
-    unresolved.push_back(std::move(text));
-  }
-  if (!unresolved.empty()) {
-    findings.push_back(
-        {"Library symbols", Status::fail,
-         fmt::format("{} undefined symbol{} of {} that no library it loads defines: {} (loading "
-                     "it with immediate binding fails: `undefined symbol: {}`; unless the program "
-                     "loading it defines them)",
-                     unresolved.size(), unresolved.size() == 1 ? "" : "s", name, listed(unresolved),
-                     first_unresolved),
-         "link the library that defines them, or rebuild against the same LLVM and C++ library "
-         "it will run with"});
-  } else {
-    findings.push_back({"Library symbols", Status::pass,
-                        fmt::format("all {} undefined symbols of {} are defined by the libraries "
-                                    "it loads",
-                                    root.info.undefined.size(), name),
-                        ""});
-  }
-
-  // Versions: each version an object needs from a library, against that library's definitions.
-  bool version_problem = false;
-  for (const Loaded& object : loaded) {
-    for (const ElfVersionNeed& need : object.info.version_needs) {
-      auto it = by_name.find(need.file);
-      if (it == by_name.end()) continue;  // reported as a missing library above
-      const Loaded& provider = loaded[it->second];
-      const std::vector<std::string>& offered = provider.info.version_definitions;
-      for (const std::string& version : need.versions) {
-        if (std::find(offered.begin(), offered.end(), version) != offered.end()) continue;
-        version_problem = true;
-        std::string family = version.substr(0, version.find('_') + 1);
-        std::vector<std::string> same_family;
-        for (const std::string& v : offered) {
-          if (v.starts_with(family)) same_family.push_back(v);
-        }
-        std::string newest = same_family.empty() ? "none of that family" : same_family.back();
-        findings.push_back(
-            {"Library versions", Status::fail,
-             fmt::format("{} needs {} from {}, but {} lacks it (its newest {}* is {}): loading "
-                         "fails with `version '{}' not found` (built with a newer compiler or C "
-                         "library than this machine has)",
-                         object.path.string(), version, need.file, provider.path.string(), family,
-                         newest, version),
-             fmt::format("build on (or for) this machine's {}, link libstdc++ statically "
-                         "(-static-libstdc++), or install a newer {} (e.g. a newer GCC's runtime)",
-                         need.file, need.file)});
-      }
-    }
-  }
-  if (!version_problem) {
-    std::vector<std::string> needed_versions;
-    for (const ElfVersionNeed& need : root.info.version_needs) {
-      for (const std::string& v : need.versions) {
-        if (v.starts_with("GLIBCXX_") || v.starts_with("CXXABI_") || v.starts_with("GLIBC_")) {
-          needed_versions.push_back(v);
-        }
-      }
-    }
-    findings.push_back(
-        {"Library versions", Status::pass,
-         fmt::format("every symbol version {} and its libraries need is provided{}", name,
-                     needed_versions.empty() ? "" : " (" + listed(needed_versions, 6) + ")"),
-         ""});
-  }
+  Closure closure = load_closure(root);
+  std::vector<Finding> findings{needs_finding(library, root, closure)};
+  if (std::optional<Finding> llvm = llvm_finding(root, name)) findings.push_back(std::move(*llvm));
+  findings.push_back(symbols_finding(root, closure, name));
+  std::vector<Finding> versions = version_findings(root, closure, name);
+  findings.insert(findings.end(), versions.begin(), versions.end());
   return findings;
 }
 

@@ -44,26 +44,12 @@ std::string nvcc_program() {
   return fs::exists(nvcc, ec) ? nvcc.string() : "nvcc";
 }
 
-}  // namespace
-
-std::string compile_with_nvcc(const Request& request) {
-  Format format = request.format;
-  std::optional<std::string> dump = env("TVM_KERNEL_DUMP");
-  if (dump && !request.nvshmem) format = Format::fatbin;  // the seed dumps SASS from a fatbin
-  std::optional<NvshmemPaths> nvshmem;
-  if (request.nvshmem) nvshmem = find_nvshmem_paths();
-  std::string digits = arch_digits(request.arch);
-
-  TempDirectory temp;
-  fs::path source = temp / "tvm_kernels.cu";
-  if (dump) {
-    fs::create_directories(*dump);
-    source = fs::path(*dump) / "tvm_kernels.cu";
-  }
-  kiln::internal::write_file(source, request.code);
-  fs::path target = temp / fmt::format("tvm_kernels.{}", format_name(format));
-  if (request.nvshmem) target = temp / "tvm_kernels.o";  // first stage: a relocatable object
-
+// The nvcc command before its output and inputs, in the seed's order: the format, -O3, the dump
+// and debug flags, the arch, the half/bfloat16 undefines, the fixed language flags, fast math,
+// ptxas' options, then the request's own options.
+std::vector<std::string> nvcc_command(const Request& request, Format format,
+                                      const std::optional<std::string>& dump,
+                                      const std::string& digits) {
   std::vector<std::string> cmd = {nvcc_program(), fmt::format("--{}", format_name(format)), "-O3"};
   if (dump) {
     cmd.insert(cmd.end(), {"-lineinfo", "--keep", "--keep-dir=" + *dump});
@@ -84,14 +70,58 @@ std::string compile_with_nvcc(const Request& request) {
   }
   cmd.push_back(ptxas);
   cmd.insert(cmd.end(), request.options.begin(), request.options.end());
-  // Everything but the temporary paths decides the output: that is the cache key.
+  return cmd;
+}
+
+// The cache key of a compile: everything but the temporary paths decides the output (the
+// command, nvcc's identity and version, the source, and NVSHMEM's headers and device library).
+std::string nvcc_cache_key(const std::vector<std::string>& cmd, const Request& request,
+                           const std::optional<NvshmemPaths>& nvshmem) {
+  std::string nvshmem_lib;
+  if (nvshmem) nvshmem_lib = file_identity(nvshmem->lib_dir / "libnvshmem_device.a");
+  return cache_key({"nvcc", file_identity(fs::path(cmd[0])), nvcc_version(cmd[0]),
+                    joined_for_key(cmd), request.code, nvshmem ? nvshmem->include_dir.string() : "",
+                    nvshmem_lib});
+}
+
+// Links `object` (a relocatable NVSHMEM build) with NVSHMEM's device library and cudadevrt into
+// `temp`/tvm_kernels.cubin with nvlink; returns that path. A failure is ToolFailed.
+fs::path link_with_nvlink(const std::string& code, const fs::path& object,
+                          const NvshmemPaths& nvshmem, const std::string& digits,
+                          const fs::path& temp) {
+  fs::path cubin = temp / "tvm_kernels.cubin";
+  fs::path nvlink = fs::path(nvcc_program()).parent_path() / "nvlink";
+  run_stage(code,
+            {nvlink.has_parent_path() ? nvlink.string() : "nvlink", "-arch=sm_" + digits, "-L",
+             nvshmem.lib_dir.string(), "-L", (find_cuda_path() / "lib64").string(), "-l",
+             "nvshmem_device", "-l", "cudadevrt", "-o", cubin.string(), object.string()});
+  return cubin;
+}
+
+}  // namespace
+
+std::string compile_with_nvcc(const Request& request) {
+  Format format = request.format;
+  std::optional<std::string> dump = env("TVM_KERNEL_DUMP");
+  if (dump && !request.nvshmem) format = Format::fatbin;  // the seed dumps SASS from a fatbin
+  std::optional<NvshmemPaths> nvshmem;
+  if (request.nvshmem) nvshmem = find_nvshmem_paths();
+  std::string digits = arch_digits(request.arch);
+
+  TempDirectory temp;
+  fs::path source = temp / "tvm_kernels.cu";
+  if (dump) {
+    fs::create_directories(*dump);
+    source = fs::path(*dump) / "tvm_kernels.cu";
+  }
+  kiln::internal::write_file(source, request.code);
+  fs::path target = temp / fmt::format("tvm_kernels.{}", format_name(format));
+  if (request.nvshmem) target = temp / "tvm_kernels.o";  // first stage: a relocatable object
+
+  std::vector<std::string> cmd = nvcc_command(request, format, dump, digits);
   std::string key;
   if (request.cache != nullptr) {
-    std::string nvshmem_lib;
-    if (nvshmem) nvshmem_lib = file_identity(nvshmem->lib_dir / "libnvshmem_device.a");
-    key = cache_key({"nvcc", file_identity(fs::path(cmd[0])), nvcc_version(cmd[0]),
-                     joined_for_key(cmd), request.code,
-                     nvshmem ? nvshmem->include_dir.string() : "", nvshmem_lib});
+    key = nvcc_cache_key(cmd, request, nvshmem);
     if (std::optional<std::string> hit = request.cache->get(key)) return std::move(*hit);
   }
   cmd.insert(cmd.end(), {"-o", target.string()});
@@ -102,15 +132,8 @@ std::string compile_with_nvcc(const Request& request) {
     cmd.push_back(source.string());
   }
   run_stage(request.code, cmd);
-
   if (request.nvshmem) {
-    fs::path cubin = temp / "tvm_kernels.cubin";
-    fs::path nvlink = fs::path(nvcc_program()).parent_path() / "nvlink";
-    run_stage(request.code,
-              {nvlink.has_parent_path() ? nvlink.string() : "nvlink", "-arch=sm_" + digits, "-L",
-               nvshmem->lib_dir.string(), "-L", (find_cuda_path() / "lib64").string(), "-l",
-               "nvshmem_device", "-l", "cudadevrt", "-o", cubin.string(), target.string()});
-    target = cubin;
+    target = link_with_nvlink(request.code, target, *nvshmem, digits, temp.path());
   }
   std::string bytes = kiln::internal::read_file(target, "the compiler wrote no");
   if (request.cache != nullptr) request.cache->put(key, bytes);

@@ -1,0 +1,22 @@
+# Which files kiln's size limits (functions up to 60 lines, files up to 600) apply to: the library
+# and CLI sources of src/ and tools/, not tests (*_test.cc), test support (src/testing/) or
+# benchmarks (bench/). Included by clang_tidy.cmake and file_size.cmake.
+
+# Excluded until their rewrite lands (they still have long functions): src/builder/ and
+# tools/kiln/build_command.cc. Delete them from this list when it does.
+set(kiln_size_exempt "^src/builder/" "^tools/kiln/build_command\\.cc$")
+
+# Sets `out` to TRUE when `file` (relative to the source root) is held to the size limits.
+function(kiln_size_checked file out)
+  set(checked FALSE)
+  if(file MATCHES "^(src|tools)/" AND NOT file MATCHES "_test\\.cc$"
+     AND NOT file MATCHES "^src/testing/")
+    set(checked TRUE)
+    foreach(pattern IN LISTS kiln_size_exempt)
+      if(file MATCHES "${pattern}")
+        set(checked FALSE)
+      endif()
+    endforeach()
+  endif()
+  set(${out} ${checked} PARENT_SCOPE)
+endfunction()
