@@ -2,6 +2,7 @@
 #pragma once
 
 #include <spawn.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 
 #include <algorithm>
@@ -24,6 +25,18 @@ inline double median(std::vector<double> samples) {
 
 inline double micros(Clock::duration d) {
   return std::chrono::duration<double, std::micro>(d).count();
+}
+
+// CPU seconds (user + system) this process and its waited-for children have used so far.
+inline double cpu_seconds_with_children() {
+  double total = 0;
+  for (int who : {RUSAGE_SELF, RUSAGE_CHILDREN}) {
+    rusage usage{};
+    ::getrusage(who, &usage);
+    total += static_cast<double>(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) +
+             static_cast<double>(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6;
+  }
+  return total;
 }
 
 // Microseconds `fn` takes, once.

@@ -60,6 +60,16 @@ BuildRunner::BuildRunner(const Manifest& manifest, const Options& options, int t
       cache_(options.use_cache ? Cache::open() : Cache::disabled()),
       tools_(cache_) {
   for (int t = 0; t < threads; ++t) nvrtc_workers_.push_back(std::make_unique<pool::Worker>());
+  work_dirs_.resize(static_cast<size_t>(std::max(threads, 0)));
+}
+
+const fs::path& BuildRunner::work_dir(int worker) {
+  std::optional<TempDirectory>& dir = work_dirs_[static_cast<size_t>(worker)];
+  if (!dir) {
+    dir.emplace(TempDirectoryOptions{
+        .custom_path = out_dir_ / fmt::format("{}{}-w{}", kTempPrefix, ::getpid(), worker)});
+  }
+  return dir->path();
 }
 
 std::vector<fs::path> BuildRunner::inputs_of(std::size_t index) const {
@@ -105,11 +115,19 @@ Attempt BuildRunner::make(std::size_t index, const RunScope::Limits& limits, int
       return {.result = Attempt::Result::from_cache, .output = output};
     }
   }
-  TempDirectory work(
-      {.custom_path = out_dir_ / fmt::format("{}{}-{}", kTempPrefix, ::getpid(), index)});
-  fs::path made = work.path() / job.output_name();
+  const fs::path& work = work_dir(worker);
+  struct Emptied {  // on every way out, the next job finds the directory empty
+    const fs::path& dir;
+    ~Emptied() {
+      std::error_code ec;
+      for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+        fs::remove_all(it->path(), ec);
+      }
+    }
+  } emptied{work};
+  fs::path made = work / job.output_name();
   making.emplace(limits);
-  execute(job, recipe, inputs, work.path(), made, *nvrtc_workers_[static_cast<size_t>(worker)]);
+  execute(job, recipe, inputs, work, made, *nvrtc_workers_[static_cast<size_t>(worker)]);
   std::string bytes = internal::read_file(made, "the job made no output");
   if (!key.empty()) cache_.put(key, bytes);
   ::chmod(made.c_str(), output_mode(job.kind));
