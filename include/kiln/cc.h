@@ -28,6 +28,7 @@
 
 #include "kiln/launcher.h"
 #include "kiln/process.h"
+#include "kiln/recipe.h"
 
 namespace kiln::cc {
 
@@ -76,6 +77,25 @@ struct StaticOptions {
 RunResult create_staticlib(const std::filesystem::path& output,
                            const std::vector<std::filesystem::path>& inputs,
                            const StaticOptions& options = {});
+
+// The recipes of the four functions above (kiln/recipe.h): each create_X(...) is
+// perform(X_recipe(...)). The compiler (or archiver) is resolved here, once; tools lists the
+// launcher first when there is one, then the compiler. Throws what the functions throw before
+// running anything (ToolNotFound when no compiler is found).
+Recipe shared_recipe(const std::filesystem::path& output,
+                     const std::vector<std::filesystem::path>& objects,
+                     const Options& options = {});
+Recipe executable_recipe(const std::filesystem::path& output,
+                         const std::vector<std::filesystem::path>& objects,
+                         const Options& options = {});
+Recipe object_recipe(const std::filesystem::path& output,
+                     const std::vector<std::filesystem::path>& sources,
+                     const Options& options = {});
+// `scratch`: an existing directory that outlives perform(), for the temporary lib<name> and the
+// .tar inputs, which are unpacked into it now (the archiver's command names their members).
+Recipe staticlib_recipe(const std::filesystem::path& output,
+                        const std::vector<std::filesystem::path>& inputs,
+                        const std::filesystem::path& scratch, const StaticOptions& options = {});
 
 // Global defined symbols of a library or object -> their section letter, from the seed's
 // `nm -gU` (spelled `nm -g --defined-only`, which GNU nm and llvm-nm both read so): each

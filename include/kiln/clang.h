@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "kiln/recipe.h"
+
 namespace kiln::clang {
 
 struct FindOptions {
@@ -35,5 +37,12 @@ struct LlvmOptions {
 // is_source_path() is passed as a file; any other is inline source, written to input<i>.cc in a
 // temporary directory. Throws ToolFailed("Compilation error: ...").
 std::string create_llvm(const std::vector<std::string>& inputs, const LlvmOptions& options = {});
+
+// create_llvm's recipe (kiln/recipe.h), without reading the IR back: the clang resolved once,
+// inline inputs written to `scratch`/input<i>.cc by steps of their own, and the output at
+// `options.output`, else `scratch`/output.ll. `scratch` must exist until perform() returns.
+// Throws ToolNotFound when no clang is found.
+Recipe llvm_recipe(const std::vector<std::string>& inputs, const LlvmOptions& options,
+                   const std::filesystem::path& scratch);
 
 }  // namespace kiln::clang

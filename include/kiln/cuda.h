@@ -15,12 +15,15 @@
 
 #include <compare>
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <tuple>
 #include <utility>
 #include <vector>
+
+#include "kiln/recipe.h"
 
 namespace kiln::cuda {
 
@@ -59,6 +62,19 @@ struct CompileOptions {
 // other failing NVRTC or nvJitLink call throws LibraryCallFailed; a compile that succeeds but
 // produces no bytes throws UnexpectedOutput("Compilation error: empty result is generated").
 std::string compile_cuda(std::string_view code, const CompileOptions& options = {});
+
+// Compiles somewhere other than this process (kiln build: in a pool worker, so that a crashing
+// NVRTC takes down only the worker): the code and the options (no output) in, the bytes out.
+using NvrtcCall = std::function<std::string(std::string_view code, const CompileOptions& options)>;
+
+// compile_cuda as a recipe (kiln/recipe.h), for a caller that keys and caches the output itself:
+// one in-process step that compiles `code` and writes the bytes to `options.output` (which must
+// be set: InvalidArgument otherwise). With nvcc its tool is <cuda>/bin/nvcc (find_cuda_path()
+// throws FileNotFound when there is no toolkit), run by compile_cuda; with NVRTC the in-process
+// tool "nvrtc <major>.<minor>" (an Error when NVRTC cannot be loaded), called through `nvrtc`
+// when given, else in this process. The key material holds the options and the environment
+// variables the backends read.
+Recipe compile_recipe(std::string code, const CompileOptions& options, NvrtcCall nvrtc = {});
 
 // The seed's tvm_callback_cuda_compile: TVM_CUDA_COMPILE_MODE (case-insensitive, default
 // "nvrtc") picks NVRTC -> cubin or nvcc -> fatbin; anything else is InvalidArgument.

@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "kiln/recipe.h"
+
 namespace kiln::emcc {
 
 // `name` under <root>/web/dist/wasm, then <root>/web/dist, where root is `root`, else $TVM_HOME.
@@ -29,6 +31,26 @@ struct WasmOptions {
 void create_tvmjs_wasm(const std::filesystem::path& output,
                        const std::vector<std::filesystem::path>& objects,
                        const WasmOptions& options = {});
+
+// create_tvmjs_wasm's recipe (kiln/recipe.h): the libraries are found now (same errors), emcc
+// runs when it is performed.
+Recipe tvmjs_wasm_recipe(const std::filesystem::path& output,
+                         const std::vector<std::filesystem::path>& objects,
+                         const WasmOptions& options = {});
+
+struct ModuleOptions {
+  std::vector<std::string> options{};  // after the objects
+  std::string cc = "emcc";
+  bool cxx = false;             // the sources are C++: -std=c++17
+  std::filesystem::path cwd{};  // where emcc runs; it writes temporaries beside the output there
+};
+
+// A standalone WebAssembly module without TVM's runtime (kiln build's "wasm" jobs): `emcc -O3
+// --no-entry -s STANDALONE_WASM=1 -s ERROR_ON_UNDEFINED_SYMBOLS=0 -s ALLOW_MEMORY_GROWTH=1
+// [-std=c++17] objects... options... -o output`, ToolFailed("Compilation error:") when it fails.
+Recipe standalone_wasm_recipe(const std::filesystem::path& output,
+                              const std::vector<std::filesystem::path>& objects,
+                              const ModuleOptions& options = {});
 
 // The seed's object_format for create_tvmjs_wasm.
 inline constexpr const char* kObjectFormat = "bc";

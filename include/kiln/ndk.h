@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "kiln/process.h"
+#include "kiln/recipe.h"
 
 namespace kiln::ndk {
 
@@ -30,6 +31,18 @@ RunResult create_shared(const std::filesystem::path& output,
 // "Ranlib error:").
 RunResult create_staticlib(const std::filesystem::path& output,
                            const std::vector<std::filesystem::path>& inputs);
+
+// The recipes of the two functions above (kiln/recipe.h): create_X(...) is
+// perform(X_recipe(...)). A static library's tools are llvm-ar and llvm-ranlib beside the
+// compiler; `scratch` (an existing directory that outlives perform()) holds the temporary
+// library and the unpacked .tar inputs, unpacked now. Both throw ToolNotFound when TVM_NDK_CC is
+// not set.
+Recipe shared_recipe(const std::filesystem::path& output,
+                     const std::vector<std::filesystem::path>& objects,
+                     const std::optional<std::vector<std::string>>& options = std::nullopt);
+Recipe staticlib_recipe(const std::filesystem::path& output,
+                        const std::vector<std::filesystem::path>& inputs,
+                        const std::filesystem::path& scratch);
 
 // cc::get_global_symbol_section_map with the llvm-nm beside the compiler (or `nm`).
 std::map<std::string, std::string> get_global_symbol_section_map(const std::filesystem::path& path,

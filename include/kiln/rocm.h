@@ -12,6 +12,8 @@
 #include <string_view>
 #include <vector>
 
+#include "kiln/recipe.h"
+
 namespace kiln::rocm {
 
 struct FindLldOptions {
@@ -30,6 +32,46 @@ std::vector<std::string> find_lld(const FindLldOptions& options = {});
 // rather than later inside hipModuleLoad. Throws ToolFailed("Linking error using ld.lld:").
 void rocm_link(const std::filesystem::path& in, const std::filesystem::path& out,
                const std::string& lld = {});
+
+// rocm_link's recipe (kiln/recipe.h); rocm_link(...) is perform(link_recipe(...)).
+Recipe link_recipe(const std::filesystem::path& in, const std::filesystem::path& out,
+                   const std::string& lld = {});
+
+// clang and ld.lld for the amdgcn target; "" for one that is not found.
+struct AmdgcnTools {
+  std::string clang;
+  std::string lld;
+};
+// `clang` when given, with the first find_lld(); otherwise clang-<M> and ld.lld-<M> of the newest
+// LLVM (19 down to 15) that has both, because the device libraries are bitcode of one LLVM and
+// an older clang cannot read them; else the first of clang::find_clang() and of find_lld().
+AmdgcnTools find_amdgcn_tools(const std::string& clang = {});
+
+// The languages a code object is compiled from.
+enum class SourceLanguage { opencl, llvm_ir, assembly };
+
+struct CodeObjectOptions {
+  SourceLanguage language = SourceLanguage::opencl;
+  // "gfx90a", ...; empty: get_rocm_arch().
+  std::string arch{};
+  // After the source.
+  std::vector<std::string> options{};
+  // Empty: find_amdgcn_tools().
+  std::string clang{};
+  std::string lld{};
+  // Linked into the object with -mlink-builtin-bitcode (e.g. callback_rocm_bitcode_path()).
+  std::vector<std::filesystem::path> device_libraries{};
+  // The relocatable object between the two steps; empty: `output` with the extension .o.
+  std::filesystem::path object{};
+};
+
+// An AMDGPU code object from one source: `clang -target amdgcn-amd-amdhsa -mcpu=ARCH -nogpulib
+// -O2 [-x cl -cl-std=CL2.0 -Xclang -finclude-default-header | -x assembler] [-Xclang
+// -mlink-builtin-bitcode -Xclang LIB]... -c source -o object options...` ("Compilation error:"),
+// then link_recipe(object, output). The device libraries' file identities are key material.
+// A clang or ld.lld that is not found is named "clang" / "ld.lld" (running it then fails).
+Recipe code_object_recipe(const std::filesystem::path& source, const std::filesystem::path& output,
+                          const CodeObjectOptions& options = {});
 
 // The seed's tvm_callback_rocm_link: object bytes in, code object bytes out.
 std::string callback_rocm_link(std::string_view object_bytes, const std::string& lld = {});

@@ -23,6 +23,8 @@
 #include <string>
 #include <vector>
 
+#include "kiln/recipe.h"
+
 namespace kiln {
 
 class TempDirectory;
@@ -35,6 +37,11 @@ class TempDirectory;
 // Compression is gzip level 1: the archives are intermediate build bundles, where speed matters
 // more than the last few percent of size.
 void tar(const std::filesystem::path& output, const std::vector<std::filesystem::path>& files);
+
+// tar() as a recipe (kiln/recipe.h): one in-process step, whose tool is kiln's own tar
+// ("kiln tar <kiln version>": the archive's bytes depend on kiln's code, not on a program).
+Recipe tar_recipe(const std::filesystem::path& output,
+                  const std::vector<std::filesystem::path>& files);
 
 // The output format of tar(), for code that treats it like a compile function.
 inline constexpr const char* kTarOutputFormat = "tar";
@@ -60,5 +67,8 @@ void untar(const std::filesystem::path& archive, const std::filesystem::path& di
 // deterministic.
 std::vector<std::filesystem::path> normalize_file_list_by_unpacking_tars(
     const TempDirectory& temp, const std::vector<std::filesystem::path>& files);
+// The same with <directory>/temp0, ... for any existing directory (a recipe's scratch space).
+std::vector<std::filesystem::path> normalize_file_list_by_unpacking_tars(
+    const std::filesystem::path& directory, const std::vector<std::filesystem::path>& files);
 
 }  // namespace kiln

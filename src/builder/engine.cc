@@ -12,6 +12,7 @@
 #include "kiln/error.h"
 #include "kiln/launcher.h"
 #include "kiln/machine.h"
+#include "kiln/temp_directory.h"
 #include "runner.h"
 
 namespace kiln::build {
@@ -90,21 +91,42 @@ Report run_build(const Manifest& manifest, const Options& options) {
   return detail::schedule(manifest, options, threads, runner);
 }
 
+namespace {
+
+// What the build would do with job `index`: its recipe, chosen in a directory of `scratch` (the
+// commands name it; nothing runs), its skip reason, and whether its key is in the cache.
+PlannedJob plan_job(const Manifest& manifest, const Options& options, detail::BuildRunner& runner,
+                    std::size_t index, const fs::path& scratch) {
+  const Job& job = manifest.jobs[index];
+  fs::path work = scratch / std::to_string(index);
+  fs::create_directory(work);
+  std::vector<fs::path> inputs = runner.inputs_of(index);
+  bool inputs_known = std::all_of(inputs.begin(), inputs.end(),
+                                  [](const fs::path& input) { return internal::is_file(input); });
+  // A recipe's tools never depend on its inputs: without them (not made yet) it still says
+  // which tools are missing.
+  detail::Workspace workspace{.work_dir = work,
+                              .output = work / job.output_name(),
+                              .out_dir = runner.out_dir(),
+                              .inputs = inputs_known ? inputs : std::vector<fs::path>{}};
+  detail::JobRecipe prepared = detail::prepare(job, options, workspace, runner.tools());
+  PlannedJob planned{&job, runner.output_of(index), false, prepared.skip_reason};
+  if (runner.cache().enabled() && prepared.skip_reason.empty() && inputs_known) {
+    std::string key = detail::cache_key(job, prepared.recipe, workspace);
+    planned.cached = runner.cache().get(key).has_value();
+  }
+  return planned;
+}
+
+}  // namespace
+
 std::vector<PlannedJob> plan_build(const Manifest& manifest, const Options& options) {
   check_options(options);
   detail::BuildRunner runner(manifest, options, 0);
+  TempDirectory scratch;
   std::vector<PlannedJob> plan;
   for (size_t i : manifest.order) {
-    const Job& job = manifest.jobs[i];
-    detail::Recipe recipe = detail::prepare(job, options, runner.tools());
-    PlannedJob planned{&job, runner.output_of(i), false, recipe.skip_reason};
-    std::vector<fs::path> inputs = runner.inputs_of(i);
-    bool inputs_known = std::all_of(inputs.begin(), inputs.end(),
-                                    [](const fs::path& input) { return internal::is_file(input); });
-    if (runner.cache().enabled() && recipe.skip_reason.empty() && inputs_known) {
-      planned.cached = runner.cache().get(detail::cache_key(job, recipe, inputs)).has_value();
-    }
-    plan.push_back(std::move(planned));
+    plan.push_back(plan_job(manifest, options, runner, i, scratch.path()));
   }
   return plan;
 }

@@ -102,19 +102,6 @@ Attempt BuildRunner::run(std::size_t index, const RunScope::Limits& limits, int 
 Attempt BuildRunner::make(std::size_t index, const RunScope::Limits& limits, int worker,
                           std::optional<RunScope>& making) {
   const Job& job = manifest_.jobs[index];
-  Recipe recipe = prepare(job, options_, tools_);
-  if (!recipe.skip_reason.empty()) {
-    return {.result = Attempt::Result::skipped, .log = recipe.skip_reason};
-  }
-  std::vector<fs::path> inputs = inputs_of(index);
-  fs::path output = output_of(index);
-  std::string key = cache_.enabled() ? cache_key(job, recipe, inputs) : "";
-  if (!key.empty()) {
-    if (std::optional<std::string> bytes = cache_.get(key)) {
-      internal::write_file_atomically(output, *bytes, output_mode(job.kind));
-      return {.result = Attempt::Result::from_cache, .output = output};
-    }
-  }
   const fs::path& work = work_dir(worker);
   struct Emptied {  // on every way out, the next job finds the directory empty
     const fs::path& dir;
@@ -125,9 +112,26 @@ Attempt BuildRunner::make(std::size_t index, const RunScope::Limits& limits, int
       }
     }
   } emptied{work};
-  fs::path made = work / job.output_name();
+  Workspace workspace{.work_dir = work,
+                      .output = work / job.output_name(),
+                      .out_dir = out_dir_,
+                      .inputs = inputs_of(index),
+                      .nvrtc_worker = nvrtc_workers_[static_cast<size_t>(worker)].get()};
+  JobRecipe prepared = prepare(job, options_, workspace, tools_);
+  if (!prepared.skip_reason.empty()) {
+    return {.result = Attempt::Result::skipped, .log = prepared.skip_reason};
+  }
+  fs::path output = output_of(index);
+  std::string key = cache_.enabled() ? cache_key(job, prepared.recipe, workspace) : "";
+  if (!key.empty()) {
+    if (std::optional<std::string> bytes = cache_.get(key)) {
+      internal::write_file_atomically(output, *bytes, output_mode(job.kind));
+      return {.result = Attempt::Result::from_cache, .output = output};
+    }
+  }
   making.emplace(limits);
-  execute(job, recipe, inputs, work, made, *nvrtc_workers_[static_cast<size_t>(worker)]);
+  perform(prepared.recipe);
+  const fs::path& made = workspace.output;
   std::string bytes = internal::read_file(made, "the job made no output");
   if (!key.empty()) cache_.put(key, bytes);
   ::chmod(made.c_str(), output_mode(job.kind));

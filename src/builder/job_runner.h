@@ -24,6 +24,8 @@ class BuildRunner final : public JobRunner {
   std::vector<std::filesystem::path> inputs_of(std::size_t index) const;
   // Where job `index`'s output goes.
   std::filesystem::path output_of(std::size_t index) const;
+  // The build's output directory, absolute.
+  const std::filesystem::path& out_dir() const noexcept { return out_dir_; }
   const Cache& cache() const noexcept { return cache_; }
   ToolIdentities& tools() noexcept { return tools_; }
 

@@ -1,37 +1,42 @@
-// prepare(): which tools a job needs and who they are, decided once per job (recipe.h).
+// prepare(): a job's recipe, from the toolchain module that knows its kind (recipe.h).
 #include "recipe.h"
 
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
 #include "internal/files.h"
 #include "kiln/cc.h"
 #include "kiln/clang.h"
 #include "kiln/cuda.h"
+#include "kiln/emcc.h"
 #include "kiln/error.h"
+#include "kiln/ndk.h"
 #include "kiln/paths.h"
 #include "kiln/rocm.h"
-#include "kiln_build_info.h"
+#include "kiln/tar.h"
 
 namespace kiln::build::detail {
 namespace {
 
 namespace fs = std::filesystem;
 
-// Environment variables that change what a tool makes.
-constexpr const char* kRelevantEnvironment[] = {"CC",
-                                                "CXX",
-                                                "CPATH",
-                                                "C_INCLUDE_PATH",
-                                                "CPLUS_INCLUDE_PATH",
-                                                "LIBRARY_PATH",
-                                                "CUDA_PATH",
-                                                "TVM_CUDA_PTXAS_REG_LEVEL",
-                                                "TVM_CUDA_PTXAS_EXTRA_OPTS",
-                                                "TVM_NDK_CC",
-                                                "ROCM_PATH",
-                                                "EMCC_CFLAGS",
-                                                "SDKROOT"};
+// NVRTC runs in the library's own process: a crash or hang there must take down a pool worker,
+// never kiln. Arguments: {code, format, arch, options}; result: the compiled bytes.
+Value compile_cuda_task(Value args) {
+  cuda::CompileOptions options;
+  options.format = cuda::format_from_name(args["format"].get<std::string>());
+  options.arch = args["arch"].get<std::string>();
+  options.options = args["options"].get<std::vector<std::string>>();
+  options.backend = cuda::Backend::nvrtc;
+  options.use_cache = false;  // kiln build caches the job's output itself
+  std::string bytes = cuda::compile_cuda(args["code"].get<std::string>(), options);
+  return Value::binary(std::vector<std::uint8_t>(bytes.begin(), bytes.end()));
+}
+KILN_TASK(kiln_build_cuda, compile_cuda_task);
+
+// Why a job cannot run here, thrown while its recipe is chosen.
+struct Absent {
+  std::string reason;
+};
 
 std::string missing_tool(std::string_view what, std::string_view name) {
   return fmt::format("toolchain absent: {} ({}) is not installed or not on PATH", what, name);
@@ -43,197 +48,224 @@ bool installed(const std::string& program) {
                                                 : internal::is_file(program);
 }
 
+constexpr const char* kNeedsNdkCc = "toolchain absent: the ndk toolchain needs TVM_NDK_CC";
+
 // The C/C++ compiler of an object, shared or executable job: its "cc"; TVM_NDK_CC for the ndk
 // toolchain; Xcode's clang; for C, $CC or the first of gcc, cc, clang; otherwise cc::get_cc()
-// (C++ first).
-std::optional<std::string> c_compiler(const Job& job) {
+// (C++ first); "cc" when there is none (reported as not installed).
+std::string c_compiler(const Job& job) {
   if (!job.cc.empty()) return job.cc;
-  if (job.toolchain == Toolchain::ndk) return internal::env("TVM_NDK_CC");
-  if (job.toolchain == Toolchain::xcode) return std::string("clang");  // Xcode's, on a Mac
+  if (job.toolchain == Toolchain::ndk) {
+    if (auto cc = internal::env("TVM_NDK_CC")) return *cc;
+    throw Absent{kNeedsNdkCc};
+  }
+  if (job.toolchain == Toolchain::xcode) return "clang";  // Xcode's, on a Mac
   if (job.language == Language::c) {
-    if (auto cc = internal::env("CC")) return cc;
+    if (auto cc = internal::env("CC")) return *cc;
     for (const char* name : {"gcc", "cc", "clang"}) {
-      if (which(name)) return std::string(name);
+      if (which(name)) return name;
     }
-    return std::nullopt;
+    return "cc";
   }
-  return cc::get_cc();
+  return cc::get_cc().value_or("cc");
 }
 
-std::string first_clang(const Job& job) {
-  if (!job.cc.empty()) return job.cc;
-  std::vector<std::string> found = clang::find_clang({.required = false});
-  return found.empty() ? "" : found.front();
-}
-
-std::string first_lld() {
-  std::vector<std::string> found = rocm::find_lld({.required = false});
-  return found.empty() ? "" : found.front();
-}
-
-// clang and ld.lld for amdgcn: of the newest LLVM that has both (the device libraries are
-// bitcode of one LLVM, and an older clang cannot read them), else the job's cc and any ld.lld.
-std::pair<std::string, std::string> rocm_tools(const Job& job) {
-  if (!job.cc.empty()) return {job.cc, first_lld()};
-  for (int major : {19, 18, 17, 16, 15}) {
-    auto clang = which(fmt::format("clang-{}", major));
-    auto lld = rocm::find_lld({.required = false, .llvm_major = major});
-    if (clang && !lld.empty() && lld.front().find(std::to_string(major)) != std::string::npos) {
-      return {clang->string(), lld.front()};
-    }
+std::string extension_of(const std::optional<Language>& language) {
+  switch (language.value_or(Language::c)) {
+    case Language::c:
+      return ".c";
+    case Language::cxx:
+      return ".cc";
+    case Language::cuda:
+      return ".cu";
+    case Language::llvm_ir:
+      return ".ll";
+    case Language::assembly:
+      return ".S";
+    case Language::opencl:
+      break;
   }
-  return {first_clang(job), first_lld()};
+  return ".cl";
 }
 
-bool compiles_c(JobKind kind) {
-  return kind == JobKind::object || kind == JobKind::shared || kind == JobKind::executable;
+rocm::SourceLanguage rocm_language(const std::optional<Language>& language) {
+  if (language == Language::llvm_ir) return rocm::SourceLanguage::llvm_ir;
+  if (language == Language::assembly) return rocm::SourceLanguage::assembly;
+  return rocm::SourceLanguage::opencl;
 }
 
-// Builds one Recipe: each tool found once, a missing one turned into the skip reason.
-class Preparer {
+// Chooses one job's recipe from the toolchain modules.
+class Chooser {
  public:
-  Preparer(const Job& job, ToolIdentities& identities) : job_(job), identities_(identities) {}
+  Chooser(const Job& job, const Options& options, const Workspace& workspace)
+      : job_(job), options_(options), ws_(workspace) {}
 
-  Recipe finish(const Options& options);
-  void prepare_kind();
+  Recipe choose();
 
  private:
-  // Records `program` in `role` when installed; otherwise the first missing tool is the reason.
-  void need(const std::string& role, std::string_view what, const std::string& program) {
-    if (!installed(program)) {
-      skip(missing_tool(what, program.empty() ? std::string(what) : program));
-      return;
-    }
-    recipe_.tools[role] = {program, identities_.of(program)};
+  // The job's sources: its files, or its inline code at work_dir/<name>.<ext>, written by a
+  // first step of the recipe.
+  std::vector<fs::path> sources() {
+    if (job_.code.empty()) return job_.sources;
+    inline_source_ = ws_.work_dir / (job_.name + extension_of(job_.language));
+    return {inline_source_};
   }
-  void skip(std::string reason) {
-    if (recipe_.skip_reason.empty()) recipe_.skip_reason = std::move(reason);
+  // Sources, then inputs: what a link reads.
+  std::vector<fs::path> objects() {
+    std::vector<fs::path> all = sources();
+    all.insert(all.end(), ws_.inputs.begin(), ws_.inputs.end());
+    return all;
   }
-  void prepare_c_compile();
-  void prepare_static();
-  void prepare_cuda();
-  void prepare_rocm();
+  Recipe by_kind();
+  cc::Options cc_options();
+  Recipe static_library();
+  Recipe cuda_kernel();
+  Recipe rocm_code_object();
 
   const Job& job_;
-  ToolIdentities& identities_;
-  Recipe recipe_;
+  const Options& options_;
+  const Workspace& ws_;
+  fs::path inline_source_;
 };
 
-void Preparer::prepare_c_compile() {
-  if (job_.toolchain == Toolchain::xcode) need("xcrun", "Xcode (xcrun)", "xcrun");
-  std::optional<std::string> cc = c_compiler(job_);
-  if (!cc && job_.toolchain == Toolchain::ndk) {
-    skip("toolchain absent: the ndk toolchain needs TVM_NDK_CC");
-    return;
+cc::Options Chooser::cc_options() {
+  cc::Options result{.options = job_.options, .cc = c_compiler(job_)};
+  std::string launcher = job_.launcher.empty() ? options_.launcher : job_.launcher;
+  if (!launcher.empty()) {
+    if (!installed(launcher)) throw Absent{missing_tool(launcher, launcher)};
+    result.launcher = Launcher::named(launcher);
   }
-  need("compiler", job_.toolchain == Toolchain::ndk ? "the NDK compiler" : "the C/C++ compiler",
-       cc.value_or("cc"));
+  return result;
 }
 
-void Preparer::prepare_static() {
-  if (job_.toolchain == Toolchain::ndk) {
-    std::optional<std::string> ndk_cc = internal::env("TVM_NDK_CC");
-    if (!ndk_cc) return skip("toolchain absent: the ndk toolchain needs TVM_NDK_CC");
-    recipe_.tools["compiler"] = {*ndk_cc, identities_.of(*ndk_cc)};
-    return;
-  }
-  if (job_.toolchain == Toolchain::xcode) need("xcrun", "Xcode (xcrun)", "xcrun");
-  need("compiler", "the archiver", "ar");
+Recipe Chooser::static_library() {
+  fs::path scratch = ws_.work_dir / "static";
+  fs::create_directory(scratch);
+  if (job_.toolchain == Toolchain::ndk)
+    return ndk::staticlib_recipe(ws_.output, ws_.inputs, scratch);
+  return cc::staticlib_recipe(ws_.output, ws_.inputs, scratch, {.ar = "ar"});
 }
 
-void Preparer::prepare_cuda() {
-  if (job_.backend == cuda::Backend::nvcc) {
+Recipe Chooser::cuda_kernel() {
+  std::string code = job_.code.empty() ? internal::read_file(job_.sources.front()) : job_.code;
+  std::vector<std::string> options = job_.options;
+  if (!job_.sources.empty()) options.push_back("-I" + job_.sources.front().parent_path().string());
+  cuda::NvrtcCall nvrtc;
+  if (pool::Worker* worker = ws_.nvrtc_worker) {
+    nvrtc = [worker](std::string_view code, const cuda::CompileOptions& o) {
+      Value bytes = worker->call("kiln_build_cuda", {{"code", std::string(code)},
+                                                     {"format", cuda::format_name(*o.format)},
+                                                     {"arch", o.arch},
+                                                     {"options", o.options}});
+      const auto& binary = bytes.get_binary();
+      return std::string(reinterpret_cast<const char*>(binary.data()), binary.size());
+    };
+  }
+  try {
+    return cuda::compile_recipe(std::move(code),
+                                {.format = job_.format,
+                                 .arch = job_.arch,
+                                 .options = options,
+                                 .output = ws_.output,
+                                 .backend = job_.backend,
+                                 .use_cache = false},
+                                std::move(nvrtc));
+  } catch (const Error& e) {
+    bool with_nvrtc = job_.backend == cuda::Backend::nvrtc;
+    throw Absent{fmt::format("toolchain absent: {}{}", with_nvrtc ? "NVRTC: " : "", e.what())};
+  }
+}
+
+Recipe Chooser::rocm_code_object() {
+  rocm::CodeObjectOptions options{.language = rocm_language(job_.language),
+                                  .arch = job_.arch,
+                                  .options = job_.options,
+                                  .clang = job_.cc};
+  if (options.language != rocm::SourceLanguage::assembly) {  // assembly links no library
     try {
-      need("compiler", "nvcc", (cuda::find_cuda_path() / "bin" / "nvcc").string());
+      options.device_libraries = rocm::callback_rocm_bitcode_path();
     } catch (const Error& e) {
-      skip(fmt::format("toolchain absent: {}", e.what()));
+      throw Absent{fmt::format("toolchain absent: ROCm device libraries: {}", e.what())};
     }
-    return;
   }
-  try {
-    auto [major, minor] = cuda::nvrtc_version();
-    std::string version = fmt::format("nvrtc {}.{}", major, minor);
-    recipe_.tools["nvrtc"] = {version, version};
-  } catch (const Error& e) {
-    skip(fmt::format("toolchain absent: NVRTC: {}", e.what()));
-  }
+  return rocm::code_object_recipe(sources().front(), ws_.output, options);
 }
 
-void Preparer::prepare_rocm() {
-  auto [clang, lld] = rocm_tools(job_);
-  need("compiler", "clang (for the amdgcn target)", clang);
-  need("linker", "ld.lld", lld);
-  if (job_.language == Language::assembly) return;  // assembly links no device library
-  try {
-    recipe_.device_libraries = rocm::callback_rocm_bitcode_path();
-  } catch (const Error& e) {
-    skip(fmt::format("toolchain absent: ROCm device libraries: {}", e.what()));
-  }
-}
-
-void Preparer::prepare_kind() {
+Recipe Chooser::by_kind() {
   switch (job_.kind) {
     case JobKind::object:
+      return cc::object_recipe(ws_.output, sources(), cc_options());
     case JobKind::shared:
+      if (job_.toolchain == Toolchain::ndk) {
+        std::optional<std::vector<std::string>> options;
+        if (!job_.options.empty()) options = job_.options;
+        return ndk::shared_recipe(ws_.output, objects(), options);
+      }
+      return cc::shared_recipe(ws_.output, objects(), cc_options());
     case JobKind::executable:
-      return prepare_c_compile();
+      return cc::executable_recipe(ws_.output, objects(), cc_options());
     case JobKind::static_library:
-      return prepare_static();
+      return static_library();
     case JobKind::llvm_ir:
-      return need("compiler", "clang", first_clang(job_));
+      return clang::llvm_recipe({sources().front().string()},
+                                {.output = ws_.output, .options = job_.options, .cc = job_.cc},
+                                ws_.work_dir);
     case JobKind::cuda:
-      return prepare_cuda();
+      return cuda_kernel();
     case JobKind::rocm_code_object:
-      return prepare_rocm();
+      return rocm_code_object();
     case JobKind::wasm:
-      return need("compiler", "Emscripten", job_.cc.empty() ? "emcc" : job_.cc);
-    case JobKind::tar: {
-      std::string version = std::string("kiln tar ") + KILN_VERSION_STRING;
-      recipe_.tools["tar"] = {version, version};
-      return;
-    }
+      return emcc::standalone_wasm_recipe(ws_.output, objects(),
+                                          {.options = job_.options,
+                                           .cc = job_.cc.empty() ? "emcc" : job_.cc,
+                                           .cxx = job_.language == Language::cxx,
+                                           .cwd = ws_.work_dir});
+    case JobKind::tar:
+      break;
   }
+  return tar_recipe(ws_.output, ws_.inputs);
 }
 
-Recipe Preparer::finish(const Options& options) {
-  std::string launcher = job_.launcher.empty() ? options.launcher : job_.launcher;
-  if (compiles_c(job_.kind) && !launcher.empty()) {
-    need("launcher", launcher, launcher);
-    if (recipe_.tools.contains("launcher")) recipe_.launcher = Launcher::named(launcher);
+Recipe Chooser::choose() {
+  Recipe recipe = by_kind();
+  if (!inline_source_.empty()) {
+    recipe.steps.insert(recipe.steps.begin(),
+                        CallStep{.name = "write " + inline_source_.filename().string(),
+                                 .call = [file = inline_source_, code = job_.code] {
+                                   internal::write_file_atomically(file, code);
+                                 }});
   }
-  nlohmann::json material = {
-      {"kind", kind_name(job_.kind)},
-      {"language", job_.language ? language_name(*job_.language) : ""},
-      {"options", job_.options},
-      {"toolchain", toolchain_name(job_.toolchain)},
-      {"arch", job_.arch},
-      {"format", job_.kind == JobKind::cuda ? cuda::format_name(job_.format) : ""},
-      {"backend", job_.kind == JobKind::cuda ? cuda::backend_name(job_.backend) : ""}};
-  for (const auto& [role, tool] : recipe_.tools) material["tools"][role] = tool.identity;
-  for (const fs::path& library : recipe_.device_libraries) {
-    material["device_libraries"].push_back(ToolIdentities::of_file(library));
+  bool uses_c_toolchain = job_.kind == JobKind::object || job_.kind == JobKind::shared ||
+                          job_.kind == JobKind::executable || job_.kind == JobKind::static_library;
+  if (uses_c_toolchain && job_.toolchain == Toolchain::xcode) {
+    recipe.tools.insert(recipe.tools.begin(), {.what = "Xcode (xcrun)", .program = "xcrun"});
   }
-  nlohmann::json environment = nlohmann::json::object();
-  for (const char* name : kRelevantEnvironment) {
-    if (auto value = internal::env(name)) environment[name] = *value;
-  }
-  material["environment"] = environment;
-  recipe_.key_material = material.dump();
-  return std::move(recipe_);
+  return recipe;
 }
 
 }  // namespace
 
-const std::string& Recipe::program(const std::string& role) const {
-  static const std::string kNone;
-  auto it = tools.find(role);
-  return it == tools.end() ? kNone : it->second.program;
-}
-
-Recipe prepare(const Job& job, const Options& options, ToolIdentities& tools) {
-  Preparer preparer(job, tools);
-  preparer.prepare_kind();
-  return preparer.finish(options);
+JobRecipe prepare(const Job& job, const Options& options, const Workspace& workspace,
+                  ToolIdentities& identities) {
+  JobRecipe result;
+  try {
+    result.recipe = Chooser(job, options, workspace).choose();
+  } catch (const Absent& absent) {
+    result.skip_reason = absent.reason;
+    return result;
+  } catch (const ToolNotFound& e) {
+    result.skip_reason = e.tool() == "TVM_NDK_CC" ? std::string(kNeedsNdkCc)
+                                                  : fmt::format("toolchain absent: {}", e.what());
+    return result;
+  }
+  for (const RecipeTool& tool : result.recipe.tools) {
+    if (!tool.in_process && !installed(tool.program)) {
+      result.skip_reason = missing_tool(tool.what, tool.program.empty() ? tool.what : tool.program);
+      return result;
+    }
+  }
+  identities.identify(result.recipe);
+  return result;
 }
 
 }  // namespace kiln::build::detail

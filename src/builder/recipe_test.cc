@@ -1,10 +1,11 @@
-// A Recipe's tools are the tools that run: for every kind of the bundled examples, each command
-// execute() ran starts a program that resolves to the same file as one of the recipe's tools, the
-// tools whose identities make the cache key.
+// A job's recipe is the one value its cache key and its making both read: for every kind, the
+// identity of every tool that ran (asked afresh, from the command that ran) is one the key holds,
+// and an in-process tool's step names a tool whose identity is in the key.
 #include "recipe.h"
 
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <set>
 
 #include "internal/files.h"
@@ -12,22 +13,46 @@
 #include "kiln/paths.h"
 #include "kiln/process.h"
 #include "kiln/temp_directory.h"
+#include "testing/test_support.h"
 
 namespace kiln::build::detail {
 namespace {
 
 namespace fs = std::filesystem;
 
-// The real file a program name or path runs.
-std::string real_file(const std::string& program) {
-  std::optional<fs::path> path =
-      program.find('/') != std::string::npos ? std::optional<fs::path>(program) : which(program);
-  if (!path) return "not found: " + program;
-  return fs::canonical(*path).string();
-}
-
 std::string first_word(const std::string& command_line) {
   return command_line.substr(0, command_line.find(' '));
+}
+
+// Performs `recipe` and checks that each tool it ran, and each in-process tool it called, has its
+// identity in the job's key text.
+void expect_what_ran_is_in_the_key(const Job& job, const Recipe& recipe, const Workspace& ws) {
+  std::string key = key_text(job, recipe, ws);
+  Cache no_cache = Cache::disabled();
+  ToolIdentities afresh(no_cache);  // no memo shared with prepare()
+  std::vector<RunScope::Record> ran;
+  {
+    RunScope scope({});
+    perform(recipe);
+    ran = scope.runs();
+  }
+  for (const RunScope::Record& run : ran) {
+    std::string identity = afresh.of(first_word(run.command_line)).text;
+    EXPECT_NE(key.find(identity), std::string::npos)
+        << job.name << " ran " << run.command_line << ", whose tool " << identity
+        << " is not in the key";
+  }
+  for (const RecipeStep& step : recipe.steps) {
+    const auto* call = std::get_if<CallStep>(&step);
+    if (call == nullptr || call->tool.empty()) continue;
+    const RecipeTool* tool = recipe.tool(call->tool);
+    ASSERT_NE(tool, nullptr) << job.name << ": step " << call->name << " uses an unlisted tool";
+    EXPECT_FALSE(tool->identity.empty());
+    EXPECT_NE(key.find(tool->identity), std::string::npos) << job.name << ": " << tool->identity;
+  }
+  bool in_process = job.kind == JobKind::tar ||
+                    (job.kind == JobKind::cuda && job.backend == cuda::Backend::nvrtc);
+  EXPECT_EQ(ran.empty(), in_process) << job.name;
 }
 
 TEST(Recipe, TheToolsThatRunAreTheToolsInTheKeyForEveryKind) {
@@ -39,39 +64,129 @@ TEST(Recipe, TheToolsThatRunAreTheToolsInTheKeyForEveryKind) {
   pool::Worker nvrtc_worker;
   for (std::size_t i : manifest.order) {
     const Job& job = manifest.jobs[i];
-    Recipe recipe = prepare(job, {}, identities);
-    if (!recipe.skip_reason.empty()) GTEST_SKIP() << job.name << ": " << recipe.skip_reason;
-    std::set<std::string> key_tools;
-    for (const auto& [role, tool] : recipe.tools) {
-      key_tools.insert(role == "nvrtc" || role == "tar" ? tool.program : real_file(tool.program));
-      EXPECT_NE(recipe.key_material.find(tool.identity), std::string::npos) << job.name;
-    }
-    std::vector<fs::path> inputs;
-    for (const Input& input : job.inputs) {
-      inputs.push_back(input.job.empty()
-                           ? input.file
-                           : out.path() /
-                                 manifest.jobs[*manifest.index_of(input.job)].output_name());
-    }
     TempDirectory work;
-    RunScope scope({});
-    execute(job, recipe, inputs, work.path(), work.path() / job.output_name(), nvrtc_worker);
-    internal::move_into_place(work.path() / job.output_name(), out.path() / job.output_name());
+    Workspace ws{.work_dir = work.path(),
+                 .output = work.path() / job.output_name(),
+                 .out_dir = out.path(),
+                 .nvrtc_worker = &nvrtc_worker};
+    for (const Input& input : job.inputs) {
+      ws.inputs.push_back(input.job.empty()
+                              ? input.file
+                              : out.path() /
+                                    manifest.jobs[*manifest.index_of(input.job)].output_name());
+    }
+    JobRecipe prepared = prepare(job, {}, ws, identities);
+    if (!prepared.skip_reason.empty()) GTEST_SKIP() << job.name << ": " << prepared.skip_reason;
+    SCOPED_TRACE(job.name);
+    expect_what_ran_is_in_the_key(job, prepared.recipe, ws);
+    internal::move_into_place(ws.output, out.path() / job.output_name());
     kinds.insert(job.kind);
-    for (const RunScope::Record& run : scope.runs()) {
-      EXPECT_TRUE(key_tools.contains(real_file(first_word(run.command_line))))
-          << job.name << " ran " << run.command_line;
-    }
-    if (job.kind == JobKind::cuda && job.backend == cuda::Backend::nvrtc) {
-      auto [major, minor] = cuda::nvrtc_version();
-      EXPECT_TRUE(
-          key_tools.contains("nvrtc " + std::to_string(major) + "." + std::to_string(minor)));
-    }
-    if (job.kind != JobKind::tar && job.kind != JobKind::cuda) {
-      EXPECT_FALSE(scope.runs().empty()) << job.name << " ran no tool";
-    }
   }
   EXPECT_EQ(kinds.size(), std::size(kJobKinds)) << "the examples hold every kind";
+}
+
+Job inline_object() {
+  Job job;
+  job.name = "mul";
+  job.kind = JobKind::object;
+  job.code = "int mul(int a, int b) { return a * b; }";
+  job.language = Language::c;
+  return job;
+}
+
+// The key names the job's directories as $WORK and $OUT: the same job made in another
+// temporary directory (every build makes a new one) has the same key.
+TEST(Recipe, TheKeyHoldsAcrossWorkDirectories) {
+  Cache cache = Cache::disabled();
+  ToolIdentities identities(cache);
+  Job job = inline_object();
+  TempDirectory out;
+  std::vector<std::string> keys;
+  for (int i = 0; i < 2; ++i) {
+    TempDirectory work;
+    Workspace ws{.work_dir = work.path(), .output = work / "mul.o", .out_dir = out.path()};
+    JobRecipe prepared = prepare(job, {}, ws, identities);
+    if (!prepared.skip_reason.empty()) GTEST_SKIP() << prepared.skip_reason;
+    keys.push_back(cache_key(job, prepared.recipe, ws));
+  }
+  EXPECT_EQ(keys[0], keys[1]);
+}
+
+// The key is computed from the recipe's tools: another identity is another key.
+TEST(Recipe, AnotherToolIdentityIsAnotherKey) {
+  Cache cache = Cache::disabled();
+  ToolIdentities identities(cache);
+  Job job = inline_object();
+  TempDirectory work;
+  Workspace ws{.work_dir = work.path(), .output = work / "mul.o", .out_dir = work.path()};
+  JobRecipe prepared = prepare(job, {}, ws, identities);
+  if (!prepared.skip_reason.empty()) GTEST_SKIP() << prepared.skip_reason;
+  std::string key = cache_key(job, prepared.recipe, ws);
+  ASSERT_FALSE(prepared.recipe.tools.empty());
+  prepared.recipe.tools.back().identity += " (upgraded)";
+  EXPECT_NE(cache_key(job, prepared.recipe, ws), key);
+}
+
+TEST(Recipe, AMissingToolIsTheSkipReason) {
+  Cache cache = Cache::disabled();
+  ToolIdentities identities(cache);
+  Job job = inline_object();
+  job.cc = "kiln-no-such-cc";
+  TempDirectory work;
+  Workspace ws{.work_dir = work.path(), .output = work / "mul.o", .out_dir = work.path()};
+  JobRecipe prepared = prepare(job, {}, ws, identities);
+  EXPECT_EQ(prepared.skip_reason,
+            "toolchain absent: the C/C++ compiler (kiln-no-such-cc) is not installed or not on "
+            "PATH");
+}
+
+// An NDK static library runs llvm-ar and llvm-ranlib beside $TVM_NDK_CC (here a clang named
+// aarch64-linux-android24-clang, as ndk_test.cc makes it): both are in its key.
+TEST(Recipe, AnNdkStaticLibrarysArchiverIsInItsKey) {
+  std::optional<fs::path> clang = which("clang-14");
+  if (!clang) clang = which("clang");
+  fs::path llvm_bin = "/usr/lib/llvm-14/bin";
+  if (!clang || !fs::exists(llvm_bin / "llvm-ar")) {
+    GTEST_SKIP() << "needs clang and llvm-14's llvm-ar (scripts/install-deps.sh)";
+  }
+  TempDirectory dir;
+  fs::create_directory(dir / "bin");
+  fs::path cc = dir / "bin" / "aarch64-linux-android24-clang";
+  fs::create_symlink(*clang, cc);
+  for (const char* tool : {"llvm-ar", "llvm-ranlib"}) {
+    fs::create_symlink(llvm_bin / tool, dir / "bin" / tool);
+  }
+  testing::ScopedEnv ndk_cc("TVM_NDK_CC", cc.string());
+  std::ofstream(dir / "add.c") << "int kiln_add(int a, int b) { return a + b; }\n";
+  ASSERT_TRUE(
+      run({.argv = {cc.string(), "-c", (dir / "add.c").string(), "-o", (dir / "add.o").string()}})
+          .ok());
+
+  Job job;
+  job.name = "libndk";
+  job.kind = JobKind::static_library;
+  job.inputs.push_back(Input{.job = "", .file = dir / "add.o"});
+  job.toolchain = Toolchain::ndk;
+  Cache cache = Cache::disabled();
+  ToolIdentities identities(cache);
+  TempDirectory work;
+  Workspace ws{.work_dir = work.path(),
+               .output = work / "libndk.a",
+               .out_dir = work.path(),
+               .inputs = {dir / "add.o"}};
+  JobRecipe prepared = prepare(job, {}, ws, identities);
+  ASSERT_EQ(prepared.skip_reason, "");
+  std::string key = key_text(job, prepared.recipe, ws);
+  for (const char* tool : {"llvm-ar", "llvm-ranlib"}) {
+    const RecipeTool* found = prepared.recipe.tool((dir / "bin" / tool).string());
+    ASSERT_NE(found, nullptr) << tool;
+    EXPECT_EQ(found->path, fs::canonical(llvm_bin / tool));
+    EXPECT_NE(key.find(ToolIdentities(cache).of((llvm_bin / tool).string()).text),
+              std::string::npos)
+        << tool << " is not in the key";
+  }
+  expect_what_ran_is_in_the_key(job, prepared.recipe, ws);
+  EXPECT_TRUE(internal::is_file(ws.output));
 }
 
 }  // namespace

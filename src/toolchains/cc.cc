@@ -13,14 +13,20 @@
 #include "kiln/elf.h"
 #include "kiln/error.h"
 #include "kiln/paths.h"
+#include "kiln/recipe.h"
 #include "kiln/tar.h"
 #include "kiln/temp_directory.h"
+#include "steps.h"
 
 namespace kiln::cc {
 namespace fs = std::filesystem;
 namespace {
 
 enum class Mode { shared, executable, object };
+
+// Environment variables a C/C++ compiler reads that change what it makes.
+constexpr std::initializer_list<const char*> kCompilerEnvironment = {
+    "CPATH", "C_INCLUDE_PATH", "CPLUS_INCLUDE_PATH", "LIBRARY_PATH", "SDKROOT"};
 
 std::string resolve_cc(const Options& options) {
   if (!options.cc.empty()) return options.cc;
@@ -59,8 +65,9 @@ std::vector<std::string> mode_flags(Mode mode, const std::string& cc) {
   return {};
 }
 
-RunResult compile(Mode mode, const fs::path& output, const std::vector<fs::path>& inputs,
-                  const Options& options, std::string_view mode_note = {}) {
+// The compile's recipe: the compiler resolved once, behind the launcher when there is one.
+Recipe compile_recipe(Mode mode, const fs::path& output, const std::vector<fs::path>& inputs,
+                      const Options& options, std::string mode_note = {}) {
   std::string cc = resolve_cc(options);
   std::vector<std::string> argv{cc};
   for (std::string& flag : mode_flags(mode, cc)) argv.push_back(std::move(flag));
@@ -68,26 +75,26 @@ RunResult compile(Mode mode, const fs::path& output, const std::vector<fs::path>
   argv.push_back(as_argument(output, options.cwd));
   for (const fs::path& input : inputs) argv.push_back(as_argument(input, options.cwd));
   argv.insert(argv.end(), options.options.begin(), options.options.end());
-  RunOptions run_options{.argv = options.launcher ? options.launcher->wrap(argv) : argv,
-                         .cwd = options.cwd,
-                         .env = options.launcher ? options.launcher->env : Launcher::Environment{},
-                         .timeout = options.timeout};
-  try {
-    return check("Compilation error:", run_options);
-  } catch (const ToolFailed& e) {
-    if (mode_note.empty()) throw;
-    std::string output_text = e.output();
-    if (!output_text.empty() && !output_text.ends_with('\n')) output_text += '\n';
-    throw ToolFailed(e.label(), output_text + std::string(mode_note), e.command_line(), e.ending(),
-                     e.status());
+  Recipe recipe{.inputs = inputs, .key_material = environment_material(kCompilerEnvironment)};
+  const std::optional<Launcher>& launcher = options.launcher;
+  if (launcher && !launcher->prefix.empty()) {
+    recipe.tools.push_back({.what = launcher->name, .program = launcher->prefix.front()});
   }
+  recipe.tools.push_back({.what = "the C/C++ compiler", .program = cc});
+  recipe.steps.emplace_back(
+      ToolStep{.label = "Compilation error:",
+               .run = {.argv = launcher ? launcher->wrap(argv) : argv,
+                       .cwd = options.cwd,
+                       .env = launcher ? launcher->env : Launcher::Environment{},
+                       .timeout = options.timeout},
+               .failure_note = std::move(mode_note)});
+  return recipe;
 }
 
 bool ends_with(const fs::path& path, std::string_view suffix) {
   return path.string().ends_with(suffix);
 }
 
-// Moves `from` to `to` so that `to` appears whole or not at all, across file systems too.
 // Options that change a compiler's target, kept for `-dumpmachine`.
 std::vector<std::string> target_options_of(const std::vector<std::string>& options) {
   std::vector<std::string> kept;
@@ -140,49 +147,72 @@ std::optional<std::string> get_cc() {
   return std::nullopt;
 }
 
+Recipe shared_recipe(const fs::path& output, const std::vector<fs::path>& objects,
+                     const Options& options) {
+  return compile_recipe(Mode::shared, output, objects, options);
+}
+
+Recipe executable_recipe(const fs::path& output, const std::vector<fs::path>& objects,
+                         const Options& options) {
+  if (ends_with(output, ".so") || ends_with(output, ".dylib")) {
+    return compile_recipe(Mode::shared, output, objects, options,
+                          fmt::format("kiln: linked '{}' as a shared library because its name ends "
+                                      "in .so or .dylib",
+                                      output.string()));
+  }
+  if (ends_with(output, ".obj")) {
+    return compile_recipe(
+        Mode::object, output, objects, options,
+        fmt::format("kiln: compiled '{}' with -c because its name ends in .obj", output.string()));
+  }
+  return compile_recipe(
+      Mode::executable, output, objects, options,
+      fmt::format("kiln: linked '{}' as an executable because its name does not end in .so, "
+                  ".dylib or .obj; for a library use create_shared or a .so name",
+                  output.string()));
+}
+
+Recipe object_recipe(const fs::path& output, const std::vector<fs::path>& sources,
+                     const Options& options) {
+  return compile_recipe(Mode::object, output, sources, options);
+}
+
+Recipe staticlib_recipe(const fs::path& output, const std::vector<fs::path>& inputs,
+                        const fs::path& scratch, const StaticOptions& options) {
+  std::string libname = output.filename().string();
+  if (!libname.starts_with("lib")) libname = "lib" + libname;
+  fs::path temp_output = scratch / libname;
+  std::string ar = options.ar.empty() ? "ar" : options.ar;
+  std::vector<std::string> argv{ar, "-crs", temp_output.string()};
+  for (const fs::path& object : normalize_file_list_by_unpacking_tars(scratch, inputs)) {
+    argv.push_back(object.string());
+  }
+  Recipe recipe{.tools = {{.what = "the archiver", .program = ar}}, .inputs = inputs};
+  recipe.steps.emplace_back(
+      ToolStep{.label = "AR error:", .run = {.argv = argv, .timeout = options.timeout}});
+  recipe.steps.emplace_back(internal::move_into_place_step(temp_output, output));
+  return recipe;
+}
+
 RunResult create_shared(const fs::path& output, const std::vector<fs::path>& objects,
                         const Options& options) {
-  return compile(Mode::shared, output, objects, options);
+  return perform(shared_recipe(output, objects, options));
 }
 
 RunResult create_executable(const fs::path& output, const std::vector<fs::path>& objects,
                             const Options& options) {
-  if (ends_with(output, ".so") || ends_with(output, ".dylib")) {
-    return compile(Mode::shared, output, objects, options,
-                   fmt::format("kiln: linked '{}' as a shared library because its name ends in "
-                               ".so or .dylib",
-                               output.string()));
-  }
-  if (ends_with(output, ".obj")) {
-    return compile(
-        Mode::object, output, objects, options,
-        fmt::format("kiln: compiled '{}' with -c because its name ends in .obj", output.string()));
-  }
-  return compile(Mode::executable, output, objects, options,
-                 fmt::format("kiln: linked '{}' as an executable because its name does not end in "
-                             ".so, .dylib or .obj; for a library use create_shared or a .so name",
-                             output.string()));
+  return perform(executable_recipe(output, objects, options));
 }
 
 RunResult create_object(const fs::path& output, const std::vector<fs::path>& sources,
                         const Options& options) {
-  return compile(Mode::object, output, sources, options);
+  return perform(object_recipe(output, sources, options));
 }
 
 RunResult create_staticlib(const fs::path& output, const std::vector<fs::path>& inputs,
                            const StaticOptions& options) {
   TempDirectory temp;
-  std::string libname = output.filename().string();
-  if (!libname.starts_with("lib")) libname = "lib" + libname;
-  fs::path temp_output = temp / libname;
-  std::vector<std::string> argv{options.ar.empty() ? "ar" : options.ar, "-crs",
-                                temp_output.string()};
-  for (const fs::path& object : normalize_file_list_by_unpacking_tars(temp, inputs)) {
-    argv.push_back(object.string());
-  }
-  RunResult result = check("AR error:", {.argv = argv, .timeout = options.timeout});
-  internal::move_into_place(temp_output, output);
-  return result;
+  return perform(staticlib_recipe(output, inputs, temp.path(), options));
 }
 
 std::map<std::string, std::string> get_global_symbol_section_map(const fs::path& path,

@@ -11,6 +11,7 @@
 #include "kiln/process.h"
 #include "kiln/temp_directory.h"
 #include "kiln_build_info.h"
+#include "steps.h"
 
 namespace kiln::clang {
 namespace fs = std::filesystem;
@@ -43,25 +44,36 @@ std::vector<std::string> find_clang(const FindOptions& options) {
   return found;
 }
 
-std::string create_llvm(const std::vector<std::string>& inputs, const LlvmOptions& options) {
+Recipe llvm_recipe(const std::vector<std::string>& inputs, const LlvmOptions& options,
+                   const fs::path& scratch) {
   std::string cc = !options.cc.empty() ? options.cc : find_clang().front();
-  TempDirectory temp;
-  fs::path output = !options.output.empty() ? options.output : temp / "output.ll";
+  fs::path output = !options.output.empty() ? options.output : scratch / "output.ll";
   std::vector<std::string> argv{cc, "-S", "-emit-llvm"};
   argv.insert(argv.end(), options.options.begin(), options.options.end());
   argv.push_back("-o");
   argv.push_back(output.string());
+  Recipe recipe{.tools = {{.what = "clang", .program = cc}},
+                .key_material = environment_material(
+                    {"CPATH", "C_INCLUDE_PATH", "CPLUS_INCLUDE_PATH", "SDKROOT"})};
   for (size_t i = 0; i < inputs.size(); ++i) {
     if (is_source_path(inputs[i])) {
       argv.push_back(inputs[i]);
+      recipe.inputs.emplace_back(inputs[i]);
       continue;
     }
-    fs::path source = temp / fmt::format("input{}.cc", i);
-    internal::write_file(source, inputs[i]);
+    fs::path source = scratch / fmt::format("input{}.cc", i);
+    recipe.steps.emplace_back(internal::write_file_step(source, inputs[i]));
     argv.push_back(source.string());
+    recipe.inputs.push_back(source);
   }
-  check("Compilation error:", {.argv = argv});
-  return internal::read_file(output);
+  recipe.steps.emplace_back(ToolStep{.label = "Compilation error:", .run = {.argv = argv}});
+  return recipe;
+}
+
+std::string create_llvm(const std::vector<std::string>& inputs, const LlvmOptions& options) {
+  TempDirectory temp;
+  perform(llvm_recipe(inputs, options, temp.path()));
+  return internal::read_file(!options.output.empty() ? options.output : temp / "output.ll");
 }
 
 }  // namespace kiln::clang

@@ -32,8 +32,8 @@ std::optional<fs::path> find_wasm_lib(const std::string& name, bool optional,
       fmt::format("Cannot find library {} in [{}, {}]", name, dirs[0].string(), dirs[1].string()));
 }
 
-void create_tvmjs_wasm(const fs::path& output, const std::vector<fs::path>& objects,
-                       const WasmOptions& options) {
+Recipe tvmjs_wasm_recipe(const fs::path& output, const std::vector<fs::path>& objects,
+                         const WasmOptions& options) {
   std::vector<std::string> argv = {options.cc,   "-O3",
                                    "-std=c++17", "--no-entry",
                                    "-s",         "WASM_BIGINT=1",
@@ -56,10 +56,43 @@ void create_tvmjs_wasm(const fs::path& output, const std::vector<fs::path>& obje
     libs.push_back(lib);
   }
   argv.insert(argv.end(), {"-o", output.string()});
+  Recipe recipe{.tools = {{.what = "Emscripten", .program = options.cc}},
+                .key_material = environment_material({"EMCC_CFLAGS"})};
   for (const fs::path& lib : libs) argv.push_back(lib.string());
   for (const fs::path& object : objects) argv.push_back(object.string());
+  recipe.inputs = libs;
+  recipe.inputs.insert(recipe.inputs.end(), objects.begin(), objects.end());
   argv.insert(argv.end(), options.options.begin(), options.options.end());
-  check("Compilation error:", {.argv = argv});
+  recipe.steps.emplace_back(ToolStep{.label = "Compilation error:", .run = {.argv = argv}});
+  return recipe;
+}
+
+void create_tvmjs_wasm(const fs::path& output, const std::vector<fs::path>& objects,
+                       const WasmOptions& options) {
+  perform(tvmjs_wasm_recipe(output, objects, options));
+}
+
+Recipe standalone_wasm_recipe(const fs::path& output, const std::vector<fs::path>& objects,
+                              const ModuleOptions& options) {
+  std::vector<std::string> argv{options.cc,
+                                "-O3",
+                                "--no-entry",
+                                "-s",
+                                "STANDALONE_WASM=1",
+                                "-s",
+                                "ERROR_ON_UNDEFINED_SYMBOLS=0",
+                                "-s",
+                                "ALLOW_MEMORY_GROWTH=1"};
+  if (options.cxx) argv.emplace_back("-std=c++17");
+  for (const fs::path& object : objects) argv.push_back(object.string());
+  argv.insert(argv.end(), options.options.begin(), options.options.end());
+  argv.insert(argv.end(), {"-o", output.string()});
+  Recipe recipe{.tools = {{.what = "Emscripten", .program = options.cc}},
+                .inputs = objects,
+                .key_material = environment_material({"EMCC_CFLAGS"})};
+  recipe.steps.emplace_back(
+      ToolStep{.label = "Compilation error:", .run = {.argv = argv, .cwd = options.cwd}});
+  return recipe;
 }
 
 }  // namespace kiln::emcc

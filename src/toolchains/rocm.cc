@@ -6,11 +6,13 @@
 #include <fmt/format.h>
 
 #include "internal/files.h"
+#include "kiln/clang.h"
 #include "kiln/cuda.h"
 #include "kiln/error.h"
 #include "kiln/paths.h"
 #include "kiln/process.h"
 #include "kiln/temp_directory.h"
+#include "kiln/tool_identities.h"
 
 namespace kiln::rocm {
 namespace {
@@ -79,13 +81,65 @@ std::vector<std::string> find_lld(const FindLldOptions& options) {
   return found;
 }
 
-void rocm_link(const fs::path& in, const fs::path& out, const std::string& lld) {
+Recipe link_recipe(const fs::path& in, const fs::path& out, const std::string& lld) {
   std::string linker = lld.empty() ? find_lld().front() : lld;
-  RunResult result =
-      run({.argv = {linker, "--no-undefined", "-shared", in.string(), "-o", out.string()}});
-  if (!result.ok()) {
-    throw tool_failed("Linking error using ld.lld:", result.output, result);
+  Recipe recipe{.tools = {{.what = "ld.lld", .program = linker}}, .inputs = {in}};
+  recipe.steps.emplace_back(ToolStep{
+      .label = "Linking error using ld.lld:",
+      .run = {.argv = {linker, "--no-undefined", "-shared", in.string(), "-o", out.string()}}});
+  return recipe;
+}
+
+void rocm_link(const fs::path& in, const fs::path& out, const std::string& lld) {
+  perform(link_recipe(in, out, lld));
+}
+
+AmdgcnTools find_amdgcn_tools(const std::string& clang) {
+  auto first = [](const std::vector<std::string>& found) {
+    return found.empty() ? std::string() : found.front();
+  };
+  std::string any_lld = first(find_lld({.required = false}));
+  if (!clang.empty()) return {clang, any_lld};
+  for (int major : {19, 18, 17, 16, 15}) {
+    std::optional<fs::path> versioned = which(fmt::format("clang-{}", major));
+    std::vector<std::string> lld = find_lld({.required = false, .llvm_major = major});
+    if (versioned && !lld.empty() && lld.front().find(std::to_string(major)) != std::string::npos) {
+      return {versioned->string(), lld.front()};
+    }
   }
+  return {first(clang::find_clang({.required = false})), any_lld};
+}
+
+Recipe code_object_recipe(const fs::path& source, const fs::path& output,
+                          const CodeObjectOptions& options) {
+  AmdgcnTools tools = find_amdgcn_tools(options.clang);
+  if (!options.lld.empty()) tools.lld = options.lld;
+  if (tools.clang.empty()) tools.clang = "clang";  // not found: named, for the caller's message
+  if (tools.lld.empty()) tools.lld = "ld.lld";
+  std::string arch = options.arch.empty() ? get_rocm_arch().arch : options.arch;
+  std::vector<std::string> argv{tools.clang,     "-target",   "amdgcn-amd-amdhsa",
+                                "-mcpu=" + arch, "-nogpulib", "-O2"};
+  if (options.language == SourceLanguage::opencl) {
+    argv.insert(argv.end(), {"-x", "cl", "-cl-std=CL2.0", "-Xclang", "-finclude-default-header"});
+  } else if (options.language == SourceLanguage::assembly) {
+    argv.insert(argv.end(), {"-x", "assembler"});
+  }
+  Recipe recipe{.tools = {{.what = "clang (for the amdgcn target)", .program = tools.clang}},
+                .inputs = {source},
+                .key_material = environment_material({"ROCM_PATH"})};
+  for (const fs::path& library : options.device_libraries) {
+    argv.insert(argv.end(), {"-Xclang", "-mlink-builtin-bitcode", "-Xclang", library.string()});
+    recipe.key_material.push_back(ToolIdentities::of_file(library));
+  }
+  fs::path object =
+      options.object.empty() ? fs::path(output).replace_extension(".o") : options.object;
+  argv.insert(argv.end(), {"-c", source.string(), "-o", object.string()});
+  argv.insert(argv.end(), options.options.begin(), options.options.end());
+  recipe.steps.emplace_back(ToolStep{.label = "Compilation error:", .run = {.argv = argv}});
+  Recipe link = link_recipe(object, output, tools.lld);
+  recipe.tools.push_back(std::move(link.tools.front()));
+  recipe.steps.push_back(std::move(link.steps.front()));
+  return recipe;
 }
 
 std::string callback_rocm_link(std::string_view object_bytes, const std::string& lld) {

@@ -25,6 +25,7 @@
 #include "internal/fd.h"
 #include "kiln/error.h"
 #include "kiln/temp_directory.h"
+#include "kiln_build_info.h"
 
 namespace kiln {
 namespace fs = std::filesystem;
@@ -184,7 +185,24 @@ void tar(const fs::path& output, const std::vector<fs::path>& files) {
   if (archive_write_close(writer.get()) != ARCHIVE_OK) throw_write_error(writer.get(), output);
   temp.commit();
 }
+Recipe tar_recipe(const fs::path& output, const std::vector<fs::path>& files) {
+  std::string version = std::string("kiln tar ") + KILN_VERSION_STRING;
+  Recipe recipe{.tools = {{.what = "kiln's tar",
+                           .program = version,
+                           .identity = version,
+                           .in_process = true}},
+                .inputs = files};
+  recipe.steps.emplace_back(
+      CallStep{.name = "tar", .tool = version, .call = [output, files] { tar(output, files); }});
+  return recipe;
+}
+
 std::vector<fs::path> normalize_file_list_by_unpacking_tars(const TempDirectory& temp,
+                                                            const std::vector<fs::path>& files) {
+  return normalize_file_list_by_unpacking_tars(temp.path(), files);
+}
+
+std::vector<fs::path> normalize_file_list_by_unpacking_tars(const fs::path& temp,
                                                             const std::vector<fs::path>& files) {
   std::vector<fs::path> result;
   int count = 0;

@@ -1,0 +1,69 @@
+// compile_recipe(): a CUDA compile as a recipe (kiln/cuda.h, kiln/recipe.h).
+#include <fmt/format.h>
+
+#include "internal/files.h"
+#include "kiln/cuda.h"
+#include "kiln/error.h"
+
+namespace kiln::cuda {
+namespace {
+
+namespace fs = std::filesystem;
+
+// What changes the output besides the code, which has no command line to carry it: the call's
+// options and the environment variables either backend reads.
+std::vector<std::string> key_material(const CompileOptions& options) {
+  std::vector<std::string> material = environment_material(
+      {"CUDA_PATH", "NVSHMEM_HOME", "TVM_CUDA_PTXAS_REG_LEVEL", "TVM_CUDA_PTXAS_EXTRA_OPTS",
+       "TVM_CUDA_NVRTC_EXTRA_OPTS", "TVM_CUDA_NVCC_NO_FAST_MATH", "TVM_KERNEL_DEBUG"});
+  material.push_back(fmt::format("backend={}", backend_name(options.backend)));
+  material.push_back(
+      fmt::format("format={}", options.format ? format_name(*options.format) : "default"));
+  material.push_back("arch=" + options.arch);
+  for (const std::string& option : options.options) material.push_back("option=" + option);
+  return material;
+}
+
+Recipe nvcc_recipe(std::string code, const CompileOptions& options) {
+  std::string nvcc = (find_cuda_path() / "bin" / "nvcc").string();
+  Recipe recipe{.tools = {{.what = "nvcc", .program = nvcc}},
+                .key_material = key_material(options)};
+  recipe.steps.emplace_back(
+      CallStep{.name = "nvcc", .tool = nvcc, .call = [code = std::move(code), options] {
+                 compile_cuda(code, options);
+               }});
+  return recipe;
+}
+
+Recipe nvrtc_recipe(std::string code, const CompileOptions& options, NvrtcCall nvrtc) {
+  auto [major, minor] = nvrtc_version();
+  std::string version = fmt::format("nvrtc {}.{}", major, minor);
+  Recipe recipe{
+      .tools = {{.what = "NVRTC", .program = version, .identity = version, .in_process = true}},
+      .key_material = key_material(options)};
+  recipe.steps.emplace_back(
+      CallStep{.name = "nvrtc",
+               .tool = version,
+               .call = [code = std::move(code), options, nvrtc = std::move(nvrtc)] {
+                 if (!nvrtc) {
+                   compile_cuda(code, options);
+                   return;
+                 }
+                 CompileOptions call = options;
+                 call.output.clear();
+                 kiln::internal::write_file_atomically(options.output, nvrtc(code, call));
+               }});
+  return recipe;
+}
+
+}  // namespace
+
+Recipe compile_recipe(std::string code, const CompileOptions& options, NvrtcCall nvrtc) {
+  if (options.output.empty()) {
+    throw InvalidArgument("cuda::compile_recipe: the options name no output file");
+  }
+  if (options.backend == Backend::nvcc) return nvcc_recipe(std::move(code), options);
+  return nvrtc_recipe(std::move(code), options, std::move(nvrtc));
+}
+
+}  // namespace kiln::cuda
