@@ -1,7 +1,7 @@
 // `kiln build -j2` of generated C kernels against `make -j2` of an equivalent Makefile that runs
 // the same compiler with the same arguments, and a second kiln build on the same cache (every
 // job cached) against the first, all measured in one run. Goals (the kiln build issue):
-// kiln/make <= 1.05 and cold/warm >= 50x.
+// kiln/make <= 1.02 in wall and CPU time (issue 13; it was 1.05) and cold/warm >= 50x.
 //
 //   build/release/bench/build_bench [kernels] [rounds] [jobs] [--keep]   (defaults: 200 3 2)
 //
@@ -329,8 +329,9 @@ void print_results(const Config& config, const std::vector<Round>& rounds) {
   std::printf(
       "  (wall times of each process; build: the seconds kiln's --json summary gives; cpu: user +\n"
       "   system seconds of the process and all its children, gcc included)\n");
-  std::printf("  kiln/make = %.3f (goal <= 1.05: %s); cpu kiln/make = %.3f\n", m[1] / m[0],
-              verdict(m[1] / m[0] <= 1.05).c_str(), m[6] / m[5]);
+  std::printf("  kiln/make = %.3f (goal <= 1.02: %s); cpu kiln/make = %.3f (goal <= 1.02: %s)\n",
+              m[1] / m[0], verdict(m[1] / m[0] <= 1.02).c_str(), m[6] / m[5],
+              verdict(m[6] / m[5] <= 1.02).c_str());
   std::printf("  cold/warm = %.1fx (goal >= 50x: %s)\n", m[1] / m[2],
               verdict(m[1] / m[2] >= 50).c_str());
 }
