@@ -554,5 +554,44 @@ TEST(BuildCli, CtrlCKillsEveryJobAndLeavesNoPartialOutput) {
   }
 }
 
+// An executable job is linked as a program whatever its name: "tool.so" is not a library.
+TEST(BuildCli, AnExecutableJobIsAProgramWhateverItsName) {
+  Project project;
+  project.write("main.c", "#include <stdio.h>\nint main(void) { puts(\"ran\"); return 0; }\n");
+  project.manifest(
+      {{"jobs", {{{"name", "tool.so"}, {"kind", "executable"}, {"sources", {"main.c"}}}}}});
+  RunResult r = project.build({"--no-cache"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  RunResult ran = run({.argv = {(project.out() / "tool.so").string()}});
+  EXPECT_EQ(ran.exit_code, 0) << ran.output;
+  EXPECT_EQ(ran.output, "ran\n");
+}
+
+// A cross job whose toolchain runs but whose target C library is missing says so, in one line
+// that names the package, beside the linker's own words.
+TEST(BuildCli, ACrossJobWithoutItsTargetLibcNamesThePackage) {
+  if (!which("clang") || !which("ld.lld")) GTEST_SKIP() << "clang or ld.lld is not installed";
+  if (fs::exists("/usr/arm-linux-gnueabihf/lib/crti.o")) {
+    GTEST_SKIP() << "libc6-dev-armhf-cross is installed: no target without its libc to try";
+  }
+  Project project;
+  project.write("main.c", "int main(void) { return 0; }\n");
+  project.manifest({{"jobs",
+                     {{{"name", "m_armhf"},
+                       {"kind", "executable"},
+                       {"sources", {"main.c"}},
+                       {"cc", "clang"},
+                       {"options", {"--target=armv7-linux-gnueabihf", "-fuse-ld=lld"}}}}}});
+  RunResult r = project.build({"--no-cache"});
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  std::string log = jobs_by_name(project.result())["m_armhf"]["log"];
+  EXPECT_NE(log.find("crti.o"), std::string::npos) << log;
+  EXPECT_NE(log.find("the C library for armv7-linux-gnueabihf (its headers, crt1.o, crti.o, libc) "
+                     "is not installed: on Debian, `apt-get install libc6-dev-armhf-cross`\n"),
+            std::string::npos)
+      << log;
+  EXPECT_EQ(log.find("kiln:"), log.rfind("kiln:")) << "only kiln's one line: " << log;
+}
+
 }  // namespace
 }  // namespace kiln

@@ -88,6 +88,11 @@ Recipe shared_recipe(const std::filesystem::path& output,
 Recipe executable_recipe(const std::filesystem::path& output,
                          const std::vector<std::filesystem::path>& objects,
                          const Options& options = {});
+// A linked program, whatever its name (executable_recipe's choice of mode by the output's name is
+// the seed's create_executable, for callers that name a file; kiln build's jobs say their kind).
+Recipe program_recipe(const std::filesystem::path& output,
+                      const std::vector<std::filesystem::path>& objects,
+                      const Options& options = {});
 Recipe object_recipe(const std::filesystem::path& output,
                      const std::vector<std::filesystem::path>& sources,
                      const Options& options = {});

@@ -203,7 +203,7 @@ Recipe Chooser::by_kind() {
       }
       return cc::shared_recipe(ws_.output, objects(), cc_options());
     case JobKind::executable:
-      return cc::executable_recipe(ws_.output, objects(), cc_options());
+      return cc::program_recipe(ws_.output, objects(), cc_options());
     case JobKind::static_library:
       return static_library();
     case JobKind::llvm_ir:

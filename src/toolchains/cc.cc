@@ -172,6 +172,11 @@ Recipe executable_recipe(const fs::path& output, const std::vector<fs::path>& ob
                   output.string()));
 }
 
+Recipe program_recipe(const fs::path& output, const std::vector<fs::path>& objects,
+                      const Options& options) {
+  return compile_recipe(Mode::executable, output, objects, options);
+}
+
 Recipe object_recipe(const fs::path& output, const std::vector<fs::path>& sources,
                      const Options& options) {
   return compile_recipe(Mode::object, output, sources, options);

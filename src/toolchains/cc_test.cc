@@ -159,6 +159,46 @@ TEST(Cc, ExecutableWithoutMainSaysWhichModeWasChosen) {
   }
 }
 
+// clang and ld.lld are a whole armhf toolchain, but Debian has no armhf C library here unless
+// libc6-dev-armhf-cross is installed: the compile fails on stdio.h, the link on crti.o, and
+// kiln says which package, once.
+TEST(Cc, CrossBuildWithoutTheTargetsLibcNamesThePackage) {
+  if (!which("clang") || !which("ld.lld")) GTEST_SKIP() << "clang or ld.lld is not installed";
+  if (fs::exists("/usr/arm-linux-gnueabihf/lib/crti.o")) {
+    GTEST_SKIP() << "libc6-dev-armhf-cross is installed: no target without its libc to try";
+  }
+  TempDirectory tmp;
+  std::string note =
+      "kiln: the toolchain ran, but the C library for armv7-linux-gnueabihf (its headers, crt1.o, "
+      "crti.o, libc) is not installed: on Debian, `apt-get install libc6-dev-armhf-cross`";
+  for (auto [source, symptom] :
+       {std::pair{kMainSource, "stdio.h"}, std::pair{"int main(void) { return 0; }\n", "crti.o"}}) {
+    try {
+      create_executable(
+          tmp / "main", {write(tmp / "main.c", source)},
+          {.options = {"--target=armv7-linux-gnueabihf", "-fuse-ld=lld"}, .cc = "clang"});
+      FAIL() << "built for armhf without its C library";
+    } catch (const ToolFailed& e) {
+      std::string output = e.output();
+      EXPECT_NE(output.find(symptom), std::string::npos) << "the tool's own words: " << output;
+      EXPECT_NE(output.find(note), std::string::npos) << output;
+      EXPECT_EQ(output.find("C library for"), output.rfind("C library for")) << output;
+    }
+  }
+}
+
+// A failure that is not about the target's libc gets no such note.
+TEST(Cc, OtherLinkErrorsGetNoLibcNote) {
+  TempDirectory tmp;
+  try {
+    create_executable(tmp / "main", {write(tmp / "main.c", kMainSource)}, {.cc = "gcc"});
+    FAIL() << "linked with add() undefined";
+  } catch (const ToolFailed& e) {
+    EXPECT_NE(e.output().find("add"), std::string::npos) << e.output();
+    EXPECT_EQ(e.output().find("C library for"), std::string::npos) << e.output();
+  }
+}
+
 TEST(Cc, MissingCompilerIsToolNotFound) {
   TempDirectory tmp;
   EXPECT_THROW(create_shared(tmp / "x.so", {write(tmp / "x.c", kAddSource)}, {.cc = "kiln-no-cc"}),

@@ -3,20 +3,28 @@
 
 #include "internal/files.h"
 #include "kiln/error.h"
+#include "target_libc.h"
 
 namespace kiln {
 namespace {
 
-// kiln::check(), with the step's note added to the output of a failure.
+// kiln::check(), with kiln's notes added to the output of a failure: the step's own, and one
+// naming a missing target C library when the linker says so.
 RunResult run_step(const ToolStep& step) {
   try {
     return check(step.label, step.run);
   } catch (const ToolFailed& e) {
-    if (step.failure_note.empty()) throw;
     std::string output = e.output();
-    if (!output.empty() && !output.ends_with('\n')) output += '\n';
-    throw ToolFailed(e.label(), output + step.failure_note, e.command_line(), e.ending(),
-                     e.status());
+    bool noted = false;
+    for (const std::string& note :
+         {step.failure_note, internal::missing_target_libc_note(output, step.run.argv)}) {
+      if (note.empty()) continue;
+      if (!output.empty() && !output.ends_with('\n')) output += '\n';
+      output += note;
+      noted = true;
+    }
+    if (!noted) throw;
+    throw ToolFailed(e.label(), output, e.command_line(), e.ending(), e.status());
   }
 }
 
