@@ -1,10 +1,13 @@
 // kiln build and the directory it writes into: an --out another user can write is refused unless
 // --allow-shared-out says otherwise, and a symlink planted in --out never makes kiln write
-// through it, whether the output is compiled or copied from the cache.
+// through it, whether the output is compiled or copied from the cache; and `kiln cache stats`
+// counts the temporary files killed writers left in the cache until they are reaped.
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <fstream>
+#include <map>
+#include <optional>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -125,6 +128,21 @@ TEST(BuildOutCli, ASymlinkPlantedInOutIsNeverWrittenThrough) {
   EXPECT_EQ(read_file(project.path("victim")), "precious");
   EXPECT_FALSE(fs::is_symlink(project.out() / "a.o"));
   EXPECT_EQ(read_file(project.out() / "a.o").substr(1, 3), "ELF");
+}
+
+TEST(CacheCli, StatsCountsTemporaryFilesAndStaleOnesAreReaped) {
+  TempDirectory dir;
+  fs::create_directory(dir / "cache", dir.path());
+  ::chmod((dir / "cache").c_str(), 0700);
+  std::map<std::string, std::optional<std::string>> env{
+      {"KILN_CACHE_DIR", (dir / "cache").string()}, {"KILN_NO_CACHE", std::nullopt}};
+  std::ofstream(dir / "cache" / ".tmp.fresh") << std::string(1000, 'x');  // may still be written
+  std::ofstream(dir / "cache" / ".kiln-tmp-2147483646-00") << std::string(5, 'x');  // no such pid
+  RunResult stats = kiln_cli({"cache", "stats"}, env);
+  ASSERT_EQ(stats.exit_code, 0) << stats.error_output;
+  EXPECT_NE(stats.output.find("temporary  1 files, 1000 bytes"), std::string::npos) << stats.output;
+  EXPECT_FALSE(fs::exists(dir / "cache" / ".kiln-tmp-2147483646-00"));
+  EXPECT_TRUE(fs::exists(dir / "cache" / ".tmp.fresh"));
 }
 
 }  // namespace
