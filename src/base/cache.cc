@@ -120,9 +120,11 @@ bool is_stale_temporary(std::string_view name, const struct stat& st) {
   return ::time(nullptr) - st.st_mtim.tv_sec >= std::time_t{Cache::kStaleTemporaryMinutes} * 60;
 }
 
-// Calls `fn(name, status)` for every regular file in the directory open as `dir_fd` (read
-// through a descriptor of its own, so concurrent listings do not share a position).
-void for_each_file(int dir_fd, const std::function<void(const char*, const struct stat&)>& fn) {
+// Calls `fn(name, status)` for every regular file in the directory open as `dir_fd` whose name
+// `wanted` accepts (only those are stat'ed), read through a descriptor of its own so that
+// concurrent listings do not share a position.
+void for_each_file(int dir_fd, bool (*wanted)(std::string_view),
+                   const std::function<void(const char*, const struct stat&)>& fn) {
   int own = ::openat(dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (own < 0) return;
   DIR* dir = ::fdopendir(own);
@@ -131,6 +133,7 @@ void for_each_file(int dir_fd, const std::function<void(const char*, const struc
     return;
   }
   while (const dirent* entry = ::readdir(dir)) {  // NOLINT(concurrency-mt-unsafe): own stream
+    if (!wanted(entry->d_name)) continue;
     struct stat st {};
     if (::fstatat(own, entry->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) continue;  // gone meanwhile
     if (S_ISREG(st.st_mode)) fn(entry->d_name, st);
@@ -138,11 +141,15 @@ void for_each_file(int dir_fd, const std::function<void(const char*, const struc
   ::closedir(dir);  // closes `own`
 }
 
+bool is_entry_or_temporary_name(std::string_view name) {
+  return is_entry_name(name) || is_temporary_name(name);
+}
+
 // Removes the temporary files whose writers are gone.
 void reap_temporaries(int dir_fd) {
   std::vector<std::string> doomed;
-  for_each_file(dir_fd, [&](const char* name, const struct stat& st) {
-    if (is_temporary_name(name) && is_stale_temporary(name, st)) doomed.emplace_back(name);
+  for_each_file(dir_fd, is_temporary_name, [&](const char* name, const struct stat& st) {
+    if (is_stale_temporary(name, st)) doomed.emplace_back(name);
   });
   for (const std::string& name : doomed) (void)::unlinkat(dir_fd, name.c_str(), 0);
 }
@@ -257,24 +264,24 @@ std::string Cache::get_or_make(std::string_view key,
 Cache::Stats Cache::stats() const {
   Stats stats;
   if (!enabled_) return stats;
-  for_each_file(open_->fd.get(), [&](const char* name, const struct stat& st) {
-    if (is_entry_name(name)) {
-      ++stats.entries;
-      stats.bytes += static_cast<std::uint64_t>(st.st_size);
-    } else if (is_temporary_name(name)) {
-      ++stats.temporary_files;
-      stats.temporary_bytes += static_cast<std::uint64_t>(st.st_size);
-    }
-  });
+  for_each_file(open_->fd.get(), is_entry_or_temporary_name,
+                [&](const char* name, const struct stat& st) {
+                  if (is_entry_name(name)) {
+                    ++stats.entries;
+                    stats.bytes += static_cast<std::uint64_t>(st.st_size);
+                  } else if (is_temporary_name(name)) {
+                    ++stats.temporary_files;
+                    stats.temporary_bytes += static_cast<std::uint64_t>(st.st_size);
+                  }
+                });
   return stats;
 }
 
 void Cache::clear() const {
   if (!enabled_) return;
   std::vector<std::string> doomed;
-  for_each_file(open_->fd.get(), [&](const char* name, const struct stat&) {
-    if (is_entry_name(name) || is_temporary_name(name)) doomed.emplace_back(name);
-  });
+  for_each_file(open_->fd.get(), is_entry_or_temporary_name,
+                [&](const char* name, const struct stat&) { doomed.emplace_back(name); });
   for (const std::string& name : doomed) (void)::unlinkat(open_->fd.get(), name.c_str(), 0);
 }
 
@@ -288,8 +295,7 @@ void Cache::evict() const {
   reap_temporaries(dir_fd);
   std::vector<Entry> entries;
   std::uint64_t total = 0;
-  for_each_file(dir_fd, [&](const char* name, const struct stat& st) {
-    if (!is_entry_name(name)) return;
+  for_each_file(dir_fd, is_entry_name, [&](const char* name, const struct stat& st) {
     Entry e{name, static_cast<std::uint64_t>(st.st_size),
             static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec};
     total += e.size;
