@@ -66,6 +66,10 @@ struct Options {
   // When set, every job's timeout in seconds (0 = none), whatever the manifest says.
   std::optional<double> timeout{};
   std::filesystem::path out_dir = "kiln-out";
+  // Build even when another user could change out_dir or a directory above it (owned by them, or
+  // writable by group or others without the sticky bit). Otherwise run_build refuses such an
+  // out_dir (InvalidArgument): whoever can write it could replace what the build makes.
+  bool allow_shared_out = false;
   // ccache, sccache, distcc or icecc for C/C++ jobs that name no launcher of their own.
   std::string launcher{};
   bool keep_going = false;

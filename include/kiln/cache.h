@@ -8,7 +8,11 @@
 // read: a corrupt entry is a miss, and is replaced. Writes go to a temporary file renamed into
 // place, so several processes making the same entry at once all get correct bytes and leave one
 // entry. The directory must be the user's own and not writable by anyone else (kiln creates it
-// 0700); otherwise opening it is an error, because a shared cache would let others plant code.
+// 0700), and so must every directory above it (owned by root or the user, not writable by others
+// unless sticky, like /tmp); otherwise opening it is an error, because a shared cache would let
+// others plant code. open() holds the directory open and every later read, write and listing is
+// relative to it, so swapping a directory on its path afterwards changes nothing. Temporary files
+// of writers that died (or older than kStaleTemporaryMinutes) are removed by open() and eviction.
 // Past `max_bytes`, the least recently used entries are evicted (the directory is measured after
 // every max_bytes / 32 stored by this process, not after every store). KILN_NO_CACHE disables it.
 #pragma once
@@ -41,8 +45,9 @@ std::string cache_key(std::initializer_list<std::string_view> parts);
 class Cache {
  public:
   // Resolves and (if needed) creates the directory. Throws UnusableDirectory naming the directory
-  // when it is not a directory, not owned by this user, or writable by group or others (or when
-  // no environment variable says where it goes), SystemError when it cannot be made.
+  // when it is not a directory, not owned by this user, or writable by group or others, or naming
+  // the ancestor that another user could change (or when no environment variable says where it
+  // goes), SystemError when it cannot be made or opened.
   static Cache open(const CacheOptions& options = {});
   // A cache that stores nothing (what open() returns when disabled).
   static Cache disabled();
@@ -62,7 +67,13 @@ class Cache {
   struct Stats {
     std::uint64_t entries = 0;
     std::uint64_t bytes = 0;
+    // Files being written now, or left by writers that were killed (until reaped).
+    std::uint64_t temporary_files = 0;
+    std::uint64_t temporary_bytes = 0;
   };
+  // A temporary file this old is reaped even when its writer's pid seems alive (reused pids,
+  // writers in another pid namespace); writing one entry never takes nearly this long.
+  static constexpr int kStaleTemporaryMinutes = 15;
   Stats stats() const;
   // Removes every entry (and stray temporary files); the directory stays.
   void clear() const;
@@ -70,11 +81,14 @@ class Cache {
 
  private:
   Cache() = default;
-  std::filesystem::path entry_path(std::string_view key) const;
+  struct OpenDirectory;
+  std::string entry_name(std::string_view key) const;
   void evict() const;
 
   bool enabled_ = false;
   std::filesystem::path directory_;
+  // The directory as open() checked it, shared by copies of this Cache (closed with the last).
+  std::shared_ptr<const OpenDirectory> open_;
   std::uint64_t max_bytes_ = 0;
   // Bytes this process stored since it last measured the directory, shared by copies of this
   // Cache: the directory is scanned again only once they pass max_bytes / 32, so storing N

@@ -1,12 +1,13 @@
 #include "kiln/cache.h"
 
+#include <dirent.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <fstream>
-#include <sstream>
+#include <ctime>
 #include <vector>
 
 #include <fmt/format.h>
@@ -14,7 +15,9 @@
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
+#include "internal/fd.h"
 #include "internal/files.h"
+#include "internal/trusted_directory.h"
 #include "kiln/error.h"
 
 namespace kiln {
@@ -41,53 +44,130 @@ fs::path default_directory() {
                           "kiln cache: no KILN_CACHE_DIR, XDG_CACHE_HOME or HOME to put it under");
 }
 
-// Creates `dir` (0700) if needed and checks it is this user's own and private.
-void check_directory(const fs::path& dir) {
+std::string refused(const fs::path& dir, std::string_view problem, std::string_view fix) {
+  return fmt::format(
+      "kiln cache: {} {}: refusing to use it, since others could plant compiled "
+      "code; {}",
+      dir.string(), problem, fix);
+}
+
+// Every directory above `dir` must be one only this user or root can change: otherwise its
+// owner could swap `dir` for their own between the check and any later use.
+void check_ancestors(const fs::path& dir) {
+  if (auto bad = internal::find_untrusted_directory(dir, false)) {
+    throw UnusableDirectory(
+        bad->path,
+        fmt::format("kiln cache: {} (above the cache directory {}) {}: refusing to use the cache "
+                    "there, since whoever can change {} could swap the cache for one of theirs "
+                    "and plant compiled code; set KILN_CACHE_DIR to a directory whose every "
+                    "parent is yours or root's and not writable by others",
+                    bad->path.string(), dir.string(), bad->why, bad->path.string()));
+  }
+}
+
+// Creates `dir` (0700) if needed, checks it and its ancestors, and opens it: never through a
+// symlink, and checked by the descriptor itself, so what was checked is what is used.
+internal::UniqueFd open_directory_checked(const fs::path& dir) {
   std::error_code ec;
   fs::create_directories(dir.parent_path(), ec);
+  check_ancestors(dir);
   if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
     throw SystemError(fmt::format("kiln cache: create {}", dir.string()), errno);
   }
-  struct stat st {};
-  if (::lstat(dir.c_str(), &st) != 0) {
-    throw SystemError(fmt::format("kiln cache: stat {}", dir.string()), errno);
+  internal::UniqueFd fd(internal::retry_eintr(
+      [&] { return ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC); }));
+  if (!fd && (errno == ELOOP || errno == ENOTDIR)) {
+    throw UnusableDirectory(dir, refused(dir, "is not a directory (a symlink or a file?)",
+                                         "set KILN_CACHE_DIR to another place"));
   }
-  if (!S_ISDIR(st.st_mode)) {
-    throw UnusableDirectory(
-        dir, fmt::format("kiln cache: {} is not a directory (a symlink or a file?): refusing "
-                         "to use it; set KILN_CACHE_DIR to another place",
-                         dir.string()));
+  struct stat st {};
+  if (!fd || ::fstat(fd.get(), &st) != 0) {
+    throw SystemError(fmt::format("kiln cache: open {}", dir.string()), errno);
   }
   if (st.st_uid != ::geteuid()) {
     throw UnusableDirectory(
         dir,
-        fmt::format(
-            "kiln cache: {} belongs to uid {}, not to you (uid {}): refusing to use it, since its "
-            "owner could plant compiled code; set KILN_CACHE_DIR to a directory of your own",
-            dir.string(), st.st_uid, ::geteuid()));
+        refused(dir, fmt::format("belongs to uid {}, not to you (uid {})", st.st_uid, ::geteuid()),
+                "set KILN_CACHE_DIR to a directory of your own"));
   }
   if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
     throw UnusableDirectory(
-        dir, fmt::format("kiln cache: {} is writable by {} (mode {:04o}): refusing to use it, "
-                         "since others could "
-                         "plant compiled code; run `chmod 700 {}`",
-                         dir.string(), (st.st_mode & S_IWOTH) != 0 ? "everyone" : "its group",
-                         st.st_mode & 07777, dir.string()));
+        dir, refused(dir,
+                     fmt::format("is writable by {} (mode {:04o})",
+                                 (st.st_mode & S_IWOTH) != 0 ? "everyone" : "its group",
+                                 st.st_mode & 07777),
+                     fmt::format("run `chmod 700 {}`", dir.string())));
   }
-  if ((st.st_mode & 077) != 0) (void)::chmod(dir.c_str(), 0700);  // readable by others: tighten
+  if ((st.st_mode & 077) != 0) (void)::fchmod(fd.get(), 0700);  // readable by others: tighten
+  return fd;
 }
 
-bool is_entry_name(const std::string& name) {
+bool is_entry_name(std::string_view name) {
   return name.size() == kHashHex &&
          std::all_of(name.begin(), name.end(), [](char c) { return std::isxdigit(c) != 0; });
 }
 
-std::optional<std::string> read_whole(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return std::nullopt;
-  std::ostringstream bytes;
-  bytes << in.rdbuf();
-  return std::move(bytes).str();
+// What kiln's writers (and, as ".tmp.*", earlier versions') name files not yet renamed into place.
+bool is_temporary_name(std::string_view name) {
+  return name.starts_with(internal::kTemporaryPrefix) || name.starts_with(".tmp.");
+}
+
+// Whether a temporary file's writer is certainly gone: its pid (in the name) does not exist, or
+// the file has not changed for kStaleTemporaryMinutes.
+bool is_stale_temporary(std::string_view name, const struct stat& st) {
+  std::optional<long> writer = internal::temporary_writer(name);
+  if (writer && ::kill(static_cast<pid_t>(*writer), 0) == -1 && errno == ESRCH) return true;
+  return ::time(nullptr) - st.st_mtim.tv_sec >= std::time_t{Cache::kStaleTemporaryMinutes} * 60;
+}
+
+// Calls `fn(name, status)` for every regular file in the directory open as `dir_fd` whose name
+// `wanted` accepts (only those are stat'ed), read through a descriptor of its own so that
+// concurrent listings do not share a position.
+void for_each_file(int dir_fd, bool (*wanted)(std::string_view),
+                   const std::function<void(const char*, const struct stat&)>& fn) {
+  int own = ::openat(dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (own < 0) return;
+  DIR* dir = ::fdopendir(own);
+  if (dir == nullptr) {
+    ::close(own);
+    return;
+  }
+  while (const dirent* entry = ::readdir(dir)) {  // NOLINT(concurrency-mt-unsafe): own stream
+    if (!wanted(entry->d_name)) continue;
+    struct stat st {};
+    if (::fstatat(own, entry->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) continue;  // gone meanwhile
+    if (S_ISREG(st.st_mode)) fn(entry->d_name, st);
+  }
+  ::closedir(dir);  // closes `own`
+}
+
+bool is_entry_or_temporary_name(std::string_view name) {
+  return is_entry_name(name) || is_temporary_name(name);
+}
+
+// Removes the temporary files whose writers are gone.
+void reap_temporaries(int dir_fd) {
+  std::vector<std::string> doomed;
+  for_each_file(dir_fd, is_temporary_name, [&](const char* name, const struct stat& st) {
+    if (is_stale_temporary(name, st)) doomed.emplace_back(name);
+  });
+  for (const std::string& name : doomed) (void)::unlinkat(dir_fd, name.c_str(), 0);
+}
+
+std::optional<std::string> read_entry(int dir_fd, const std::string& name) {
+  internal::UniqueFd fd(internal::retry_eintr(
+      [&] { return ::openat(dir_fd, name.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC); }));
+  if (!fd) return std::nullopt;
+  std::string bytes;
+  std::vector<char> buffer(std::size_t{1} << 16);
+  for (;;) {
+    ssize_t n =
+        internal::retry_eintr([&] { return ::read(fd.get(), buffer.data(), buffer.size()); });
+    if (n < 0) return std::nullopt;
+    if (n == 0) break;
+    bytes.append(buffer.data(), static_cast<size_t>(n));
+  }
+  return bytes;
 }
 
 }  // namespace
@@ -106,6 +186,10 @@ std::string cache_key(std::initializer_list<std::string_view> parts) {
 
 Cache Cache::disabled() { return Cache(); }
 
+struct Cache::OpenDirectory {
+  internal::UniqueFd fd;
+};
+
 Cache Cache::open(const CacheOptions& options) {
   bool enabled = options.enabled.value_or(env("KILN_NO_CACHE").value_or("0") == "0");
   if (!enabled) return disabled();
@@ -115,21 +199,24 @@ Cache Cache::open(const CacheOptions& options) {
   cache.max_bytes_ = options.max_bytes;
   // The first store measures the directory: other processes may have filled it.
   cache.unmeasured_ = std::make_shared<std::atomic<std::uint64_t>>(options.max_bytes);
-  check_directory(cache.directory_);
+  cache.open_ = std::make_shared<const OpenDirectory>(
+      OpenDirectory{open_directory_checked(cache.directory_)});
+  reap_temporaries(cache.open_->fd.get());
   return cache;
 }
 
-fs::path Cache::entry_path(std::string_view key) const {
-  if (!is_entry_name(std::string(key))) {
+std::string Cache::entry_name(std::string_view key) const {
+  if (!is_entry_name(key)) {
     throw InvalidArgument(fmt::format("kiln cache: '{}' is not a key (32 hex digits)", key));
   }
-  return directory_ / std::string(key);
+  return std::string(key);
 }
 
 std::optional<std::string> Cache::get(std::string_view key) const {
   if (!enabled_) return std::nullopt;
-  fs::path path = entry_path(key);
-  std::optional<std::string> file = read_whole(path);
+  std::string name = entry_name(key);
+  int dir_fd = open_->fd.get();
+  std::optional<std::string> file = read_entry(dir_fd, name);
   if (!file) return std::nullopt;
   size_t header = kMagic.size() + kHashHex + 1;
   bool intact = file->size() >= header && file->starts_with(kMagic) &&
@@ -137,23 +224,24 @@ std::optional<std::string> Cache::get(std::string_view key) const {
                 file->compare(kMagic.size(), kHashHex,
                               hex128(file->data() + header, file->size() - header)) == 0;
   if (!intact) {
-    std::error_code ec;
-    fs::remove(path, ec);  // corrupt: a miss, and the next put() replaces it
+    (void)::unlinkat(dir_fd, name.c_str(), 0);  // corrupt: a miss, and the next put() replaces it
     return std::nullopt;
   }
-  (void)::utimensat(AT_FDCWD, path.c_str(), nullptr, 0);  // recently used, for eviction
+  // Recently used, for eviction.
+  (void)::utimensat(dir_fd, name.c_str(), nullptr, AT_SYMLINK_NOFOLLOW);
   return file->substr(header);
 }
 
 void Cache::put(std::string_view key, std::string_view bytes) const {
   if (!enabled_) return;
-  fs::path path = entry_path(key);
+  std::string name = entry_name(key);
   std::string entry;
   entry.reserve(kMagic.size() + kHashHex + 1 + bytes.size());
   entry.append(kMagic).append(hex128(bytes.data(), bytes.size())).append(1, '\n').append(bytes);
   try {
     // Atomic: readers see the old entry or the new one, whole.
-    internal::write_file_atomically(path, entry);
+    internal::write_file_atomically_at(open_->fd.get(), name, entry, std::nullopt,
+                                       directory_ / name);
   } catch (const SystemError&) {
     return;  // not stored (cache.h: a failed store is not the caller's problem)
   }
@@ -176,52 +264,49 @@ std::string Cache::get_or_make(std::string_view key,
 Cache::Stats Cache::stats() const {
   Stats stats;
   if (!enabled_) return stats;
-  std::error_code ec;
-  for (fs::directory_iterator it(directory_, ec), end; !ec && it != end; it.increment(ec)) {
-    if (!is_entry_name(it->path().filename().string())) continue;
-    ++stats.entries;
-    stats.bytes += it->file_size(ec);
-  }
+  for_each_file(open_->fd.get(), is_entry_or_temporary_name,
+                [&](const char* name, const struct stat& st) {
+                  if (is_entry_name(name)) {
+                    ++stats.entries;
+                    stats.bytes += static_cast<std::uint64_t>(st.st_size);
+                  } else if (is_temporary_name(name)) {
+                    ++stats.temporary_files;
+                    stats.temporary_bytes += static_cast<std::uint64_t>(st.st_size);
+                  }
+                });
   return stats;
 }
 
 void Cache::clear() const {
   if (!enabled_) return;
-  std::error_code ec;
-  std::vector<fs::path> doomed;
-  for (fs::directory_iterator it(directory_, ec), end; !ec && it != end; it.increment(ec)) {
-    std::string name = it->path().filename().string();
-    if (is_entry_name(name) || name.starts_with(".kiln-tmp-") || name.starts_with(".tmp.")) {
-      doomed.push_back(it->path());  // ".tmp.": what earlier versions named their temporary files
-    }
-  }
-  for (const fs::path& path : doomed) fs::remove(path, ec);
+  std::vector<std::string> doomed;
+  for_each_file(open_->fd.get(), is_entry_or_temporary_name,
+                [&](const char* name, const struct stat&) { doomed.emplace_back(name); });
+  for (const std::string& name : doomed) (void)::unlinkat(open_->fd.get(), name.c_str(), 0);
 }
 
 void Cache::evict() const {
   struct Entry {
-    fs::path path;
+    std::string name;
     std::uint64_t size;
     std::int64_t used_ns;  // modification time: a hit touches the entry
   };
+  int dir_fd = open_->fd.get();
+  reap_temporaries(dir_fd);
   std::vector<Entry> entries;
   std::uint64_t total = 0;
-  std::error_code ec;
-  for (fs::directory_iterator it(directory_, ec), end; !ec && it != end; it.increment(ec)) {
-    if (!is_entry_name(it->path().filename().string())) continue;
-    struct stat st {};
-    if (::stat(it->path().c_str(), &st) != 0) continue;  // evicted by another process meanwhile
-    Entry e{it->path(), static_cast<std::uint64_t>(st.st_size),
+  for_each_file(dir_fd, is_entry_name, [&](const char* name, const struct stat& st) {
+    Entry e{name, static_cast<std::uint64_t>(st.st_size),
             static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec};
     total += e.size;
     entries.push_back(std::move(e));
-  }
+  });
   if (total <= max_bytes_) return;
   std::sort(entries.begin(), entries.end(),
             [](const Entry& a, const Entry& b) { return a.used_ns < b.used_ns; });
   for (const Entry& e : entries) {
     if (total <= max_bytes_) break;
-    if (fs::remove(e.path, ec)) total -= e.size;
+    if (::unlinkat(dir_fd, e.name.c_str(), 0) == 0) total -= e.size;
   }
 }
 

@@ -3,8 +3,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <fstream>
 #include <thread>
 
@@ -208,6 +210,95 @@ TEST(Cache, ClearRemovesEntriesAndKeepsTheDirectory) {
   cache.clear();
   EXPECT_EQ(cache.stats().entries, 0u);
   EXPECT_TRUE(fs::is_directory(dir.path()));
+}
+
+TEST(Cache, RefusesADirectoryUnderAnAncestorOthersCouldChange) {
+  TempDirectory dir;
+  fs::create_directories(dir / "shared" / "deeper");
+  ::chmod((dir / "shared").c_str(), 0777);
+  try {
+    open_in(dir / "shared" / "deeper" / "cache");
+    FAIL() << "a cache under a world-writable directory was accepted";
+  } catch (const UnusableDirectory& e) {
+    EXPECT_EQ(e.path(), dir / "shared");
+    EXPECT_NE(std::string(e.what()).find((dir / "shared").string() + " (above the cache"),
+              std::string::npos)
+        << e.what();
+    EXPECT_NE(std::string(e.what()).find("writable by everyone (mode 0777)"), std::string::npos)
+        << e.what();
+  }
+  // Sticky, like /tmp: nobody can rename or remove what is another's, so it cannot be swapped.
+  ::chmod((dir / "shared").c_str(), 01777);
+  EXPECT_NO_THROW(open_in(dir / "shared" / "deeper" / "cache"));
+  if (::geteuid() != 0) GTEST_SKIP() << "giving a directory to another user needs root";
+  fs::create_directory(dir / "theirs");
+  ::chmod((dir / "theirs").c_str(), 0755);
+  ASSERT_EQ(::chown((dir / "theirs").c_str(), 65534, 65534), 0);
+  std::string theirs = testing::error_of([&] { open_in(dir / "theirs" / "cache"); });
+  EXPECT_NE(theirs.find((dir / "theirs").string() + " (above"), std::string::npos) << theirs;
+  EXPECT_NE(theirs.find("belongs to uid 65534"), std::string::npos) << theirs;
+}
+
+TEST(Cache, KeepsUsingTheDirectoryItOpenedWhenItsPathIsSwapped) {
+  TempDirectory dir;
+  Cache cache = open_in(dir / "cache");
+  Cache copy = cache;  // copies share the open directory
+  std::string mine = cache_key({"mine"});
+  std::string planted = cache_key({"planted"});
+  cache.put(mine, "my bytes");
+  fs::rename(dir / "cache", dir / "moved");
+  {
+    Cache theirs = open_in(dir / "cache");  // a new directory at the old path, with an entry
+    theirs.put(planted, "planted code");
+  }
+  EXPECT_EQ(cache.get(planted), std::nullopt) << "served an entry planted at the path";
+  EXPECT_EQ(cache.get(mine), "my bytes");
+  copy.put(cache_key({"later"}), "later");
+  EXPECT_TRUE(fs::exists(dir / "moved" / cache_key({"later"})));
+  EXPECT_FALSE(fs::exists(dir / "cache" / cache_key({"later"})));
+  EXPECT_EQ(copy.stats().entries, 2u);
+}
+
+// Sets `path`'s modification time `minutes` ago.
+void age(const fs::path& path, int minutes) {
+  fs::last_write_time(path, fs::file_time_type::clock::now() - std::chrono::minutes(minutes));
+}
+
+TEST(Cache, CountsTemporaryFilesAndReapsThoseOfGoneWriters) {
+  TempDirectory dir;
+  Cache cache = open_in(dir / "cache");
+  cache.put(cache_key({"a"}), "entry");
+  internal::write_file(dir / "cache" / ".tmp.x", std::string(1000, 'x'));  // an earlier version's
+  age(dir / "cache" / ".tmp.x", Cache::kStaleTemporaryMinutes + 5);
+  fs::path dead = dir / "cache" / ".kiln-tmp-2147483646-0123456789abcdef";  // no such pid
+  internal::write_file(dead, std::string(200, 'd'));
+  fs::path live = dir / "cache" / fmt::format(".kiln-tmp-{}-00000000000000ff", ::getpid());
+  internal::write_file(live, std::string(30, 'l'));
+  Cache::Stats before = cache.stats();
+  EXPECT_EQ(before.entries, 1u);
+  EXPECT_EQ(before.temporary_files, 3u);
+  EXPECT_EQ(before.temporary_bytes, 1230u);
+
+  Cache reopened = open_in(dir / "cache");  // opening reaps
+  EXPECT_FALSE(fs::exists(dir / "cache" / ".tmp.x"));
+  EXPECT_FALSE(fs::exists(dead));
+  EXPECT_TRUE(fs::exists(live)) << "reaped the file of a writer still running";
+  Cache::Stats after = reopened.stats();
+  EXPECT_EQ(after.temporary_files, 1u);
+  EXPECT_EQ(after.temporary_bytes, 30u);
+  EXPECT_EQ(after.entries, 1u);
+
+  // Eviction reaps too, and an old file is stale even when its pid exists (reused).
+  internal::write_file(dir / "cache" / ".tmp.y", "y");
+  age(dir / "cache" / ".tmp.y", Cache::kStaleTemporaryMinutes + 5);
+  age(live, Cache::kStaleTemporaryMinutes + 5);
+  Cache small = open_in(dir / "cache", 64);
+  internal::write_file(dir / "cache" / ".tmp.z", "z");
+  age(dir / "cache" / ".tmp.z", Cache::kStaleTemporaryMinutes + 5);
+  small.put(cache_key({"b"}), std::string(100, 'b'));  // past max_bytes / 32: measures, evicts
+  EXPECT_FALSE(fs::exists(dir / "cache" / ".tmp.z"));
+  EXPECT_FALSE(fs::exists(live));
+  EXPECT_EQ(small.stats().temporary_files, 0u);
 }
 
 }  // namespace

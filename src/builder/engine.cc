@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "internal/files.h"
+#include "internal/trusted_directory.h"
 #include "job_runner.h"
 #include "kiln/build.h"
 #include "kiln/error.h"
@@ -40,6 +41,23 @@ void remove_stale_temporaries(const fs::path& out_dir) {
 int thread_count(const Manifest& manifest, const Options& options) {
   int wanted = options.jobs > 0 ? options.jobs : default_jobs();
   return std::max(1, std::min<int>(wanted, static_cast<int>(manifest.jobs.size())));
+}
+
+// An out_dir another user can change is refused unless the caller said it is fine: they could
+// replace the build's outputs (or, had kiln not been careful, make it write through a symlink).
+void check_out_dir(const fs::path& out_dir, bool allow_shared) {
+  if (allow_shared) return;
+  std::optional<internal::UntrustedDirectory> bad =
+      internal::find_untrusted_directory(out_dir, true);
+  if (!bad) return;
+  std::string which = bad->path == out_dir
+                          ? out_dir.string()
+                          : fmt::format("{} (above {})", bad->path.string(), out_dir.string());
+  throw InvalidArgument(fmt::format(
+      "--out {}: {} {}, so another user could replace what kiln builds there; refusing to build "
+      "into it. Use a directory only you (or root) can write, e.g. `chmod go-w {}`, or pass "
+      "--allow-shared-out if everyone who can write it is trusted",
+      out_dir.string(), which, bad->why, bad->path.string()));
 }
 
 void check_options(const Options& options) {
@@ -85,6 +103,7 @@ Report run_build(const Manifest& manifest, const Options& options) {
     throw InvalidArgument(fmt::format("--out {}: cannot make that directory{}", out_dir.string(),
                                       ec ? ": " + ec.message() : ""));
   }
+  check_out_dir(out_dir, options.allow_shared_out);
   remove_stale_temporaries(out_dir);
   int threads = thread_count(manifest, options);
   detail::BuildRunner runner(manifest, options, threads);

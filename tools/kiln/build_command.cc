@@ -1,5 +1,5 @@
 // kiln build [MANIFEST] [-j N] [--timeout S] [--out DIR] [--json FILE] [--trace FILE]
-//            [--launcher L] [--keep-going] [--no-cache] [--dry-run]
+//            [--launcher L] [--keep-going] [--no-cache] [--dry-run] [--allow-shared-out]
 // Builds every job of a manifest (default: the bundled examples), with progress, a summary, and
 // Ctrl-C that stops everything and leaves no partial output.
 #include <fcntl.h>
@@ -45,6 +45,7 @@ struct BuildArgs {
   bool keep_going = false;
   bool no_cache = false;
   bool dry_run = false;
+  bool allow_shared_out = false;
 };
 
 // The manifest to build: the one named, else examples/kiln.json here, else the bundled one.
@@ -234,6 +235,7 @@ int run_build_command(const BuildArgs& args) {
   build::Options options{.jobs = args.jobs,
                          .timeout = args.timeout,
                          .out_dir = args.out,
+                         .allow_shared_out = args.allow_shared_out,
                          .launcher = args.launcher,
                          .keep_going = args.keep_going,
                          .use_cache = !args.no_cache};
@@ -289,6 +291,9 @@ void add_build(CLI::App& app, int* status) {
   sub->add_flag("--keep-going", args->keep_going, "Build what does not depend on a failure");
   sub->add_flag("--no-cache", args->no_cache, "Neither read nor fill the cache");
   sub->add_flag("--dry-run", args->dry_run, "Print what would be built, build nothing");
+  sub->add_flag("--allow-shared-out", args->allow_shared_out,
+                "Build into an --out that another user can write (or one of its parents): by "
+                "default refused, since they could replace the outputs");
   sub->callback([args, status] {
     require_no_passthrough("build");
     *status = run_build_command(*args);

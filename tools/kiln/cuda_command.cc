@@ -168,8 +168,11 @@ void add_cache(CLI::App& app, int* status) {
       std::cout << "the cache is off (KILN_NO_CACHE is set)\n";
     } else {
       Cache::Stats s = c.stats();
-      std::cout << fmt::format("directory  {}\nentries    {}\nbytes      {}\nmax bytes  {}\n",
-                               c.directory().string(), s.entries, s.bytes, c.max_bytes());
+      std::cout << fmt::format(
+          "directory  {}\nentries    {}\nbytes      {}\nmax bytes  {}\ntemporary  {} files, "
+          "{} bytes (being written, or left by killed writers until reaped)\n",
+          c.directory().string(), s.entries, s.bytes, c.max_bytes(), s.temporary_files,
+          s.temporary_bytes);
     }
     *status = kExitOk;
   });

@@ -4,10 +4,15 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <atomic>
+#include <sys/random.h>
 
+#include <atomic>
+#include <charconv>
+#include <ctime>
 #include <fstream>
+#include <functional>
 #include <sstream>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -38,49 +43,125 @@ void write_to(const fs::path& path, int flags, std::string_view bytes, const fs:
 
 }  // namespace
 
+std::string temporary_name() {
+  std::uint64_t random = 0;
+  if (::getrandom(&random, sizeof random, 0) != static_cast<ssize_t>(sizeof random)) {
+    // No entropy to be had: still unique in this process, and O_EXCL catches the rest.
+    static std::atomic<std::uint64_t> counter{0};
+    random = (static_cast<std::uint64_t>(::time(nullptr)) << 20) ^ counter.fetch_add(1);
+  }
+  return fmt::format("{}{}-{:016x}", kTemporaryPrefix, ::getpid(), random);
+}
+
+std::optional<long> temporary_writer(std::string_view name) {
+  if (!name.starts_with(kTemporaryPrefix)) return std::nullopt;
+  name.remove_prefix(kTemporaryPrefix.size());
+  long pid = 0;
+  auto [end, ec] = std::from_chars(name.data(), name.data() + name.size(), pid);
+  if (ec != std::errc() || pid <= 0 || end == name.data() + name.size() || *end != '-') {
+    return std::nullopt;
+  }
+  return pid;
+}
+
+UniqueFd open_directory(const fs::path& dir, std::string_view operation) {
+  const fs::path& path = dir.empty() ? fs::path(".") : dir;
+  UniqueFd fd(
+      retry_eintr([&] { return ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC); }));
+  if (!fd) throw SystemError(fmt::format("{} '{}'", operation, dir.string()), errno);
+  return fd;
+}
+
+namespace {
+
+// Creates a new temporary file in `dir_fd`, lets `fill` write it, and renames it to `name` there;
+// removes it on any failure. `shown` names the destination in messages.
+void place_at(int dir_fd, const std::string& name, const fs::path& shown,
+              const std::function<void(int fd, const std::string& operation)>& fill) {
+  const std::string operation = fmt::format("write '{}'", shown.string());
+  std::string temp;
+  UniqueFd fd;
+  for (int attempt = 0; attempt < 8 && !fd; ++attempt) {  // EEXIST: someone guessed the name
+    temp = temporary_name();
+    fd.reset(retry_eintr([&] {
+      return ::openat(dir_fd, temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+                      0666);
+    }));
+    if (!fd && errno != EEXIST) break;
+  }
+  if (!fd) throw SystemError(operation, errno);
+  try {
+    fill(fd.get(), operation);
+    // close() reports late write errors (NFS, quotas); it is never retried (see retry_eintr).
+    if (::close(fd.release()) != 0 && errno != EINTR) throw SystemError(operation, errno);
+    if (::renameat(dir_fd, temp.c_str(), dir_fd, name.c_str()) != 0) {
+      throw SystemError(fmt::format("rename '{}' to '{}'", temp, shown.string()), errno);
+    }
+  } catch (...) {
+    (void)::unlinkat(dir_fd, temp.c_str(), 0);
+    throw;
+  }
+}
+
+void write_all(int fd, std::string_view bytes, const std::string& operation) {
+  while (!bytes.empty()) {
+    ssize_t n = retry_eintr([&] { return ::write(fd, bytes.data(), bytes.size()); });
+    if (n < 0) throw SystemError(operation, errno);
+    bytes.remove_prefix(static_cast<size_t>(n));
+  }
+}
+
+// Copies what is left to read of `from` into `to`.
+void copy_all(int from, int to, const fs::path& source, const std::string& operation) {
+  std::vector<char> buffer(std::size_t{1} << 16);
+  for (;;) {
+    ssize_t n = retry_eintr([&] { return ::read(from, buffer.data(), buffer.size()); });
+    if (n < 0) throw SystemError(fmt::format("read '{}'", source.string()), errno);
+    if (n == 0) return;
+    write_all(to, std::string_view(buffer.data(), static_cast<size_t>(n)), operation);
+  }
+}
+
+}  // namespace
+
 void move_into_place(const fs::path& from, const fs::path& to) {
-  std::error_code ec;
-  fs::rename(from, to, ec);
-  if (!ec) return;
-  if (ec != std::errc::cross_device_link) {
-    throw SystemError(fmt::format("rename '{}' to '{}'", from.string(), to.string()), ec.value());
+  if (::rename(from.c_str(), to.c_str()) == 0) return;
+  if (errno != EXDEV) {
+    throw SystemError(fmt::format("rename '{}' to '{}'", from.string(), to.string()), errno);
   }
-  fs::path staging = to;
-  staging += ".kiln-tmp";
-  fs::copy_file(from, staging, fs::copy_options::overwrite_existing, ec);
-  if (ec) {
-    throw SystemError(fmt::format("copy '{}' to '{}'", from.string(), staging.string()),
-                      ec.value());
+  UniqueFd source(
+      retry_eintr([&] { return ::open(from.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC); }));
+  struct stat st {};
+  if (!source || ::fstat(source.get(), &st) != 0) {
+    throw SystemError(fmt::format("copy '{}' to '{}'", from.string(), to.string()), errno);
   }
-  fs::rename(staging, to, ec);
-  if (ec) {
-    fs::remove(staging, ec);
-    throw SystemError(fmt::format("rename '{}' to '{}'", staging.string(), to.string()),
-                      ec.value());
-  }
+  UniqueFd dir = open_directory(to.parent_path(), "write into");
+  place_at(dir.get(), to.filename().string(), to, [&](int fd, const std::string& operation) {
+    copy_all(source.get(), fd, from, operation);
+    if (::fchmod(fd, st.st_mode & 07777) != 0) throw SystemError(operation, errno);
+  });
+  (void)::unlink(from.c_str());  // a move: the source goes once the copy is in place
+}
+
+void write_file_atomically_at(int dir_fd, const std::string& name, std::string_view bytes,
+                              std::optional<unsigned> mode, const fs::path& shown) {
+  place_at(dir_fd, name, shown, [&](int fd, const std::string& operation) {
+    write_all(fd, bytes, operation);
+    if (mode && ::fchmod(fd, *mode) != 0) {
+      throw SystemError(fmt::format("chmod '{}'", shown.string()), errno);
+    }
+  });
 }
 
 void write_file_atomically(const fs::path& path, std::string_view bytes,
                            std::optional<unsigned> mode) {
-  static std::atomic<unsigned long> counter{0};
-  fs::path temp = path.parent_path() / fmt::format(".kiln-tmp-{}-{}-{}", ::getpid(), counter++,
-                                                   path.filename().string());
+  UniqueFd dir;
   try {
-    write_to(temp, O_CREAT | O_EXCL, bytes, path);
-    if (mode && ::chmod(temp.c_str(), *mode) != 0) {
-      throw SystemError(fmt::format("chmod '{}'", path.string()), errno);
-    }
-    std::error_code ec;
-    fs::rename(temp, path, ec);
-    if (ec) {
-      throw SystemError(fmt::format("rename '{}' to '{}'", temp.string(), path.string()),
-                        ec.value());
-    }
-  } catch (const SystemError&) {
-    std::error_code ignored;
-    fs::remove(temp, ignored);
-    throw;
+    dir = open_directory(path.parent_path());
+  } catch (const SystemError& e) {
+    throw SystemError(fmt::format("write '{}'", path.string()), e.error_number());
   }
+  write_file_atomically_at(dir.get(), path.filename().string(), bytes, mode, path);
 }
 
 void write_file(const fs::path& path, std::string_view bytes) {

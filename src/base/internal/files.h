@@ -9,15 +9,40 @@
 #include <string>
 #include <string_view>
 
+#include "internal/fd.h"
+
 namespace kiln::internal {
 
-// Renames `from` to `to`; across filesystems, copies to a temporary name beside `to` and renames
-// that, so `to` never holds a partial file. Throws SystemError.
+// How every temporary file kiln creates beside a file it writes is named:
+// ".kiln-tmp-<pid>-<16 random hex digits>". Unpredictable, so nobody can plant a symlink at the
+// name in advance (and it is created O_EXCL|O_NOFOLLOW anyway); the pid says whether its writer
+// still runs, so that what a killed writer left can be reaped.
+inline constexpr std::string_view kTemporaryPrefix = ".kiln-tmp-";
+std::string temporary_name();
+// The writer's pid in a name temporary_name() made (or a kiln build's work directory,
+// ".kiln-tmp-<pid>-w<n>"); std::nullopt for any other name.
+std::optional<long> temporary_writer(std::string_view name);
+
+// Opens directory `dir` (O_DIRECTORY) to create, rename and remove entries relative to it, so
+// that swapping a directory on its path meanwhile changes nothing. Throws
+// SystemError("<operation> '<dir>'", errno).
+UniqueFd open_directory(const std::filesystem::path& dir, std::string_view operation = "open");
+
+// write_file_atomically() of the entry `name` of the directory open as `dir_fd`; `shown` is the
+// path messages name.
+void write_file_atomically_at(int dir_fd, const std::string& name, std::string_view bytes,
+                              std::optional<unsigned> mode, const std::filesystem::path& shown);
+
+// Renames `from` to `to`; across filesystems, copies to a temporary file beside `to` (created like
+// write_file_atomically's, never following a symlink) and renames that, so `to` never holds a
+// partial file. Throws SystemError.
 void move_into_place(const std::filesystem::path& from, const std::filesystem::path& to);
 
-// Writes `bytes` to a temporary file beside `path` (".kiln-tmp-<pid>-<n>-<name>", unique per
-// call), gives it `mode` when set, then renames it over `path`; on failure removes the temporary
-// file and throws SystemError naming `path` and errno's text.
+// Writes `bytes` to a new temporary file beside `path` (temporary_name(), created
+// O_CREAT|O_EXCL|O_NOFOLLOW relative to the directory's descriptor), gives it `mode` when set,
+// then renames it over `path` within that same directory (a symlink at `path` is replaced, never
+// followed); on failure removes the temporary file and throws SystemError naming `path` and
+// errno's text.
 void write_file_atomically(const std::filesystem::path& path, std::string_view bytes,
                            std::optional<unsigned> mode = std::nullopt);
 

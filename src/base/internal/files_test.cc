@@ -1,12 +1,14 @@
 #include "internal/files.h"
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <functional>
 #include <string>
 #include <vector>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "kiln/error.h"
@@ -92,6 +94,72 @@ TEST(WriteFileAtomically, ADirectoryInTheWayIsASystemErrorAndLeavesNoTemporaryFi
   SystemError e = system_error_of([&] { write_file_atomically(dir / "out.o", "x"); });
   EXPECT_NE(std::string(e.what()).find("rename"), std::string::npos) << e.what();
   EXPECT_EQ(names_in(dir.path()), std::vector<std::string>{"out.o"});
+}
+
+TEST(WriteFileAtomically, APlantedSymlinkAtTheNameIsReplacedNotFollowed) {
+  TempDirectory dir;
+  write_file(dir / "victim", "precious");
+  fs::create_symlink(dir / "victim", dir / "out.o");
+  write_file_atomically(dir / "out.o", "built", 0644);
+  EXPECT_EQ(read_file(dir / "victim"), "precious");
+  EXPECT_FALSE(fs::is_symlink(dir / "out.o"));
+  EXPECT_EQ(read_file(dir / "out.o"), "built");
+}
+
+TEST(WriteFileAtomically, TemporaryNamesAreUnpredictableAndNameTheirWriter) {
+  std::string a = temporary_name();
+  std::string b = temporary_name();
+  EXPECT_NE(a, b);
+  EXPECT_TRUE(a.starts_with(fmt::format(".kiln-tmp-{}-", ::getpid()))) << a;
+  EXPECT_GE(a.size(), fmt::format(".kiln-tmp-{}-", ::getpid()).size() + 16) << a;
+  EXPECT_EQ(temporary_writer(a), ::getpid());
+  EXPECT_EQ(temporary_writer(".kiln-tmp-123-w0"), 123);
+  EXPECT_EQ(temporary_writer(".tmp.x"), std::nullopt);
+  EXPECT_EQ(temporary_writer(".kiln-tmp-x"), std::nullopt);
+  // What earlier versions named theirs (".kiln-tmp-<pid>-<n>-<name>", counting from 0): symlinks
+  // planted at all of those change nothing.
+  TempDirectory dir;
+  write_file(dir / "victim", "precious");
+  for (int n = 0; n < 64; ++n) {
+    fs::create_symlink(dir / "victim", dir / fmt::format(".kiln-tmp-{}-{}-out.o", ::getpid(), n));
+  }
+  write_file_atomically(dir / "out.o", "built");
+  EXPECT_EQ(read_file(dir / "victim"), "precious");
+  EXPECT_EQ(read_file(dir / "out.o"), "built");
+}
+
+// Moving across filesystems copies into a temporary file beside the destination: one created
+// new, never a symlink someone planted where the copy goes.
+TEST(MoveIntoPlace, AcrossFilesystemsNeverWritesThroughAPlantedSymlink) {
+  TempDirectory dir;
+  TempDirectory other(
+      {.custom_path = fs::path("/dev/shm") / fmt::format("kiln-move-test-{}", ::getpid())});
+  struct stat here {
+  }, there{};
+  if (::stat(dir.path().c_str(), &here) != 0 || ::stat(other.path().c_str(), &there) != 0 ||
+      here.st_dev == there.st_dev) {
+    GTEST_SKIP() << "needs /dev/shm on another filesystem than the temporary directory";
+  }
+  write_file(dir / "victim", "precious");
+  fs::create_symlink(dir / "victim", dir / "lib.so");
+  fs::create_symlink(dir / "victim", dir / "lib.so.kiln-tmp");  // what earlier versions used
+  write_file(other / "lib.so", "built");
+  ::chmod((other / "lib.so").c_str(), 0755);
+  move_into_place(other / "lib.so", dir / "lib.so");
+  EXPECT_EQ(read_file(dir / "victim"), "precious");
+  EXPECT_FALSE(fs::is_symlink(dir / "lib.so"));
+  EXPECT_EQ(read_file(dir / "lib.so"), "built");
+  EXPECT_EQ(fs::status(dir / "lib.so").permissions() & fs::perms::all,
+            static_cast<fs::perms>(0755));
+  EXPECT_FALSE(fs::exists(other / "lib.so")) << "moved, not copied";
+
+  // A destination rename() cannot replace: an error, and no temporary file left behind.
+  fs::create_directories(dir / "taken" / "inside");
+  write_file(other / "again", "x");
+  EXPECT_THROW(move_into_place(other / "again", dir / "taken"), SystemError);
+  for (const std::string& name : names_in(dir.path())) {
+    EXPECT_FALSE(name.starts_with(".kiln-tmp")) << name;
+  }
 }
 
 TEST(MoveIntoPlace, AMissingSourceIsASystemError) {
