@@ -41,11 +41,16 @@ class ReportProject {
   }
   fs::path path(const std::string& name) const { return dir_ / name; }
 
-  // kiln build <manifest> --out <out> args...
+  // kiln build <manifest> --out <out> args..., run in the project's directory.
   RunResult build(std::vector<std::string> args, const std::string& out = "out") const {
-    std::vector<std::string> argv{"build", path("kiln.json").string(), "--out", path(out).string()};
+    std::vector<std::string> argv{KILN_BINARY, "build", path("kiln.json").string(), "--out",
+                                  path(out).string()};
     argv.insert(argv.end(), args.begin(), args.end());
-    return kiln_cli(argv, {{"KILN_CACHE_DIR", path("cache").string()}});
+    return run({.argv = argv,
+                .cwd = dir_.path(),
+                .env = {{"KILN_CACHE_DIR", path("cache").string()}},
+                .merge_stderr = false,
+                .timeout = std::chrono::seconds(120)});
   }
 
  private:
@@ -89,7 +94,7 @@ TEST(ReportCli, JsonDashPrintsTheReportAloneOnStdout) {
   json report = json::parse(r.output);  // nothing but the report
   EXPECT_EQ(report["summary"]["done"], 1);
   EXPECT_NE(r.error_output.find("kiln build: 1 done"), std::string::npos) << r.error_output;
-  EXPECT_FALSE(fs::exists(fs::current_path() / "-"));
+  EXPECT_FALSE(fs::exists(project.path("-"))) << "'-' was taken for a file name";
 }
 
 TEST(ReportCli, JsonToASymlinkWritesThroughIt) {

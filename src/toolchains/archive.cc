@@ -1,7 +1,6 @@
 #include "archive.h"
 
 #include <fcntl.h>
-#include <sys/stat.h>
 
 #include <cerrno>
 
@@ -18,15 +17,7 @@ std::string archive_error(archive* a) {
 
 UniqueFd open_input(const std::filesystem::path& path, std::string_view what) {
   UniqueFd fd(retry_eintr([&] { return ::open(path.c_str(), O_RDONLY | O_CLOEXEC); }));
-  if (fd) {
-    // A directory opens fine and fails only at the first read, where libarchive can say no more
-    // than "Error reading fd 3".
-    struct stat st {};
-    if (::fstat(fd.get(), &st) != 0)
-      throw SystemError(fmt::format("stat '{}'", path.string()), errno);
-    if (S_ISDIR(st.st_mode)) throw SystemError(fmt::format("{} '{}'", what, path.string()), EISDIR);
-    return fd;
-  }
+  if (fd) return fd;
   int error = errno;
   if (error == ENOENT) {
     throw FileNotFound(fmt::format("{} '{}' does not exist", what, path.string()));

@@ -19,8 +19,7 @@ inline constexpr size_t kArchiveBlock = size_t{64} * 1024;
 std::string archive_error(archive* a);
 
 // Opens an existing file read-only and close-on-exec; a missing one is FileNotFound
-// ("<what> '<path>' does not exist"), a directory SystemError("<what> '<path>'", EISDIR),
-// any other failure SystemError.
+// ("<what> '<path>' does not exist"), any other failure SystemError.
 UniqueFd open_input(const std::filesystem::path& path, std::string_view what);
 
 }  // namespace kiln::internal

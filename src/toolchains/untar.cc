@@ -498,10 +498,24 @@ UniqueFd open_target(const fs::path& directory, std::optional<fs::path>& made) {
   return fd;
 }
 
+// The archive, open for reading. A directory opens fine and fails only at the first read, where
+// libarchive can say no more than "Error reading fd 3": it is refused here, by name.
+UniqueFd open_archive(const fs::path& path) {
+  UniqueFd fd = internal::open_input(path, "tar: archive");
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0) {
+    throw SystemError(fmt::format("stat '{}'", path.string()), errno);
+  }
+  if (S_ISDIR(st.st_mode)) {
+    throw SystemError(fmt::format("tar: archive '{}'", path.string()), EISDIR);
+  }
+  return fd;
+}
+
 }  // namespace
 
 void untar(const fs::path& archive_path, const fs::path& directory, const UntarOptions& options) {
-  UniqueFd fd = internal::open_input(archive_path, "tar: archive");
+  UniqueFd fd = open_archive(archive_path);
   Extraction x{.archive_path = archive_path, .directory = directory, .limits = options};
   x.root = open_target(directory, x.made_target);
   Reader reader = open_reader(x, fd.get());
