@@ -193,6 +193,32 @@ TEST(ReportCli, DoctorJsonWithALibraryPathThatIsNotUtf8) {
   EXPECT_TRUE(named) << r.output;
 }
 
+// Sources in a directory whose name is Latin-1: the job builds (its cache key holds the path's
+// bytes as they are), and the second run comes from the cache.
+TEST(ReportCli, AManifestInADirectoryThatIsNotUtf8BuildsAndCaches) {
+  ReportProject project;
+  fs::path dir = project.path("lat\xE9");
+  fs::create_directory(dir);
+  std::ofstream(dir / "a.c") << "int a(void) { return 1; }\n";
+  std::ofstream(dir / "kiln.json")
+      << R"({"jobs": [{"name": "a", "kind": "object", "sources": ["a.c"]}]})";
+  std::vector<std::string> args{KILN_BINARY,
+                                "build",
+                                (dir / "kiln.json").string(),
+                                "--out",
+                                (dir / "out").string(),
+                                "--json",
+                                (dir / "r.json").string()};
+  std::map<std::string, std::optional<std::string>> env{
+      {"KILN_CACHE_DIR", project.path("cache").string()}};
+  for (bool cached : {false, true}) {
+    RunResult r = run({.argv = args, .env = env, .merge_stderr = false});
+    ASSERT_EQ(r.exit_code, 0) << r.output << r.error_output;
+    json job = json::parse(read_file(dir / "r.json"))["jobs"][0];
+    EXPECT_EQ(job["status"], cached ? "cached" : "done") << job.dump();
+  }
+}
+
 // ---- error messages say what the system said (issue 14, item 14) ----
 
 TEST(ReportCli, AReportWhereADirectoryIsSaysIsADirectory) {
