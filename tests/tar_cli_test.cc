@@ -108,6 +108,17 @@ TEST_F(TarCli, MissingInputExitsOneAndDuplicateNamesExitTwo) {
   EXPECT_FALSE(fs::exists(tmp_ / "x.tar"));
 }
 
+TEST_F(TarCli, AnOutputWhereADirectoryIsSaysIsADirectory) {
+  std::ofstream(tmp_ / "a.o") << "a";
+  fs::create_directories(tmp_ / "taken");
+  kiln::RunResult r = kiln_cli({"tar", "create", "-o", path("taken"), path("a.o")});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.error_output.find("write '" + path("taken") + "'"), std::string::npos)
+      << r.error_output;
+  EXPECT_NE(r.error_output.find("Is a directory"), std::string::npos) << r.error_output;
+  EXPECT_EQ(r.error_output.find(".kiln-"), std::string::npos) << "names a temporary file";
+}
+
 TEST_F(TarCli, HelpForEachSubcommand) {
   for (const auto& args : std::vector<std::vector<std::string>>{
            {"tar", "--help"}, {"tar", "create", "--help"}, {"tar", "extract", "--help"}}) {

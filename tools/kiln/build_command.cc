@@ -25,6 +25,7 @@
 #include "kiln/build.h"
 #include "kiln/error.h"
 #include "kiln/manifest.h"
+#include "kiln/text.h"
 
 namespace kiln::cli {
 namespace {
@@ -197,7 +198,7 @@ class Progress {
     winsize size{};
     size_t width =
         ::ioctl(::fileno(out_), TIOCGWINSZ, &size) == 0 && size.ws_col > 0 ? size.ws_col : 80;
-    if (line.size() >= width) line.resize(width - 1);
+    if (line.size() >= width) line = std::string(utf8_prefix(line, width - 1));
     put("\r" + line + "\x1b[K");
     (void)std::fflush(out_);
     drawn_ = true;
