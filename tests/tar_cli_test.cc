@@ -4,6 +4,9 @@
 
 #include <fstream>
 #include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -33,6 +36,28 @@ void write_escaping_archive(const fs::path& path) {
   ASSERT_EQ(archive_write_header(writer, entry), ARCHIVE_OK);
   ASSERT_EQ(archive_write_data(writer, "x", 1), 1);
   archive_entry_free(entry);
+  EXPECT_EQ(archive_write_close(writer), ARCHIVE_OK);
+  archive_write_free(writer);
+}
+
+// A gzip tar of regular members {name, contents}, in order.
+void write_members(const fs::path& path,
+                   const std::vector<std::pair<std::string, std::string>>& members) {
+  archive* writer = archive_write_new();
+  archive_write_add_filter_gzip(writer);
+  archive_write_set_format_pax_restricted(writer);
+  ASSERT_EQ(archive_write_open_filename(writer, path.c_str()), ARCHIVE_OK);
+  for (const auto& [name, data] : members) {
+    archive_entry* entry = archive_entry_new();
+    archive_entry_copy_pathname(entry, name.c_str());
+    archive_entry_set_filetype(entry, AE_IFREG);
+    archive_entry_set_perm(entry, 0644);
+    archive_entry_set_size(entry, static_cast<la_int64_t>(data.size()));
+    ASSERT_EQ(archive_write_header(writer, entry), ARCHIVE_OK);
+    ASSERT_EQ(archive_write_data(writer, data.data(), data.size()),
+              static_cast<la_ssize_t>(data.size()));
+    archive_entry_free(entry);
+  }
   EXPECT_EQ(archive_write_close(writer), ARCHIVE_OK);
   archive_write_free(writer);
 }
@@ -83,6 +108,17 @@ TEST_F(TarCli, MissingInputExitsOneAndDuplicateNamesExitTwo) {
   EXPECT_FALSE(fs::exists(tmp_ / "x.tar"));
 }
 
+TEST_F(TarCli, AnOutputWhereADirectoryIsSaysIsADirectory) {
+  std::ofstream(tmp_ / "a.o") << "a";
+  fs::create_directories(tmp_ / "taken");
+  kiln::RunResult r = kiln_cli({"tar", "create", "-o", path("taken"), path("a.o")});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.error_output.find("write '" + path("taken") + "'"), std::string::npos)
+      << r.error_output;
+  EXPECT_NE(r.error_output.find("Is a directory"), std::string::npos) << r.error_output;
+  EXPECT_EQ(r.error_output.find(".kiln-"), std::string::npos) << "names a temporary file";
+}
+
 TEST_F(TarCli, HelpForEachSubcommand) {
   for (const auto& args : std::vector<std::vector<std::string>>{
            {"tar", "--help"}, {"tar", "create", "--help"}, {"tar", "extract", "--help"}}) {
@@ -106,6 +142,60 @@ TEST_F(TarCli, BadUsageExitsTwo) {
     EXPECT_TRUE(r.error_output.starts_with("kiln: error: ")) << r.error_output;
   }
   EXPECT_FALSE(fs::exists(tmp_ / "out"));
+}
+
+// A small gzip bomb: 10 MB of zeros in a ~10 KB archive, after a first small member.
+TEST_F(TarCli, AnArchivePastMaxBytesIsRefusedAndNothingIsLeft) {
+  write_members(tmp_ / "bomb.tar.gz",
+                {{"first.txt", "kept?"}, {"zeros", std::string(10 << 20, '\0')}});
+  EXPECT_LT(fs::file_size(tmp_ / "bomb.tar.gz"), 100'000u);
+  kiln::RunResult r = kiln_cli(
+      {"tar", "extract", path("bomb.tar.gz"), "-C", path("out/deep"), "--max-bytes", "1M"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.error_output.find("member 'zeros' goes past the limit of 1048576 bytes"),
+            std::string::npos)
+      << r.error_output;
+  EXPECT_NE(r.error_output.find("--max-bytes"), std::string::npos) << r.error_output;
+  EXPECT_FALSE(fs::exists(tmp_ / "out")) << "the extraction left files behind";
+
+  // Into a directory that was there: it stays, and only what the extraction made goes.
+  fs::create_directories(tmp_ / "mine");
+  std::ofstream(tmp_ / "mine" / "own.txt") << "own";
+  r = kiln_cli({"tar", "extract", path("bomb.tar.gz"), "-C", path("mine"), "--max-bytes", "1M"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_FALSE(fs::exists(tmp_ / "mine" / "first.txt"));
+  EXPECT_EQ(kiln::testing::read_file(tmp_ / "mine" / "own.txt"), "own");
+  // Under a raised limit the same archive extracts.
+  r = kiln_cli({"tar", "extract", path("bomb.tar.gz"), "-C", path("out"), "--max-bytes", "20M"});
+  EXPECT_EQ(r.exit_code, 0) << r.error_output;
+  EXPECT_EQ(fs::file_size(tmp_ / "out" / "zeros"), 10u << 20);
+}
+
+TEST_F(TarCli, AnArchivePastMaxMembersIsRefusedAndNothingIsLeft) {
+  write_members(tmp_ / "many.tar.gz",
+                {{"d/a", "a"}, {"d/b", "b"}, {"d/c", "c"}, {"d/e", "e"}, {"d/f", "f"}});
+  kiln::RunResult r =
+      kiln_cli({"tar", "extract", path("many.tar.gz"), "-C", path("out"), "--max-members", "3"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.error_output.find("member 'd/e' goes past the limit of 3 members"), std::string::npos)
+      << r.error_output;
+  EXPECT_FALSE(fs::exists(tmp_ / "out")) << "the extraction left files behind";
+}
+
+TEST_F(TarCli, MemberNamesInMessagesAreEscaped) {
+  write_members(tmp_ / "evil.tar.gz", {{"\x1b]0;owned\x07\x1b[2J/../../x", "x"}});
+  kiln::RunResult r = kiln_cli({"tar", "extract", path("evil.tar.gz"), "-C", path("out")});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.error_output.find('\x1b'), std::string::npos) << "raw ESC reached the terminal";
+  EXPECT_EQ(r.error_output.find('\x07'), std::string::npos);
+  EXPECT_NE(r.error_output.find("'\\x1b]0;owned\\x07\\x1b[2J/../../x'"), std::string::npos)
+      << r.error_output;
+}
+
+TEST_F(TarCli, ExtractHelpDocumentsTheLimits) {
+  kiln::RunResult r = kiln_cli({"tar", "extract", "--help"});
+  EXPECT_NE(r.output.find("--max-bytes"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("--max-members"), std::string::npos) << r.output;
 }
 
 }  // namespace

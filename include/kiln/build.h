@@ -118,7 +118,10 @@ std::string trace_json(const Report& report);
 // The closing summary: counts, total time, the slowest jobs, and why jobs were skipped.
 std::string summary_text(const Report& report);
 
-// Writes a report (or any text) to `path` whole or not at all.
+// Writes a report (or any text) to the path a user named: "-" is standard output; a symbolic
+// link is written through and a device, FIFO or socket is opened and written, never replaced;
+// a regular file (or nothing) is replaced whole or not at all. Throws SystemError naming `path`
+// and errno's text.
 void write_report_file(const std::filesystem::path& path, std::string_view text);
 
 // The jobs value the doctor recommends for this machine.

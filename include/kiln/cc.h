@@ -105,7 +105,9 @@ Recipe staticlib_recipe(const std::filesystem::path& output,
 // Global defined symbols of a library or object -> their section letter, from the seed's
 // `nm -gU` (spelled `nm -g --defined-only`, which GNU nm and llvm-nm both read so): each
 // output line of exactly three fields maps its third to its second. Throws FileNotFound for a
-// missing file and ToolFailed("Runtime error: ...") when nm fails. `nm` empty means "nm".
+// missing file, SystemError for a directory or an unreadable path ("... Is a directory"),
+// InvalidArgument for a device or FIFO, and ToolFailed("Runtime error: ...") when nm fails.
+// `nm` empty means "nm".
 std::map<std::string, std::string> get_global_symbol_section_map(const std::filesystem::path& path,
                                                                  const std::string& nm = {});
 

@@ -2,6 +2,7 @@
 //
 //   kiln::tar("objects.tar", {"build/a.o", "build/b.o"});       // members "a.o", "b.o" (gzip)
 //   kiln::untar("objects.tar", "unpacked/");                      // gzip or plain
+//   kiln::untar("big.tar.gz", "unpacked/", {.max_bytes = uint64_t{64} << 30});  // limits
 //   kiln::TempDirectory tmp;
 //   std::vector<std::filesystem::path> objects =
 //       kiln::normalize_file_list_by_unpacking_tars(tmp, {"x.o", "objects.tar"});
@@ -19,6 +20,7 @@
 // ("duplicate file name X"); kiln::SystemError for a failed system call.
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -57,9 +59,22 @@ inline constexpr const char* kTarOutputFormat = "tar";
 // with leading ".." components no higher than `directory` and then only descend
 // ("../lib64/libfoo.so" is fine, "a/../.." is not); symbolic links already in `directory` before
 // the call are trusted when judging a new one, but no member is ever written through one.
+// An archive that would expand past `options`' limits (a gzip bomb, millions of empty members)
+// is refused with an ArchiveError naming the limit and how to raise it, and everything this call
+// made (files, links, directories, the target itself if it created it) is removed again; files
+// it had already replaced are not brought back. Member names are escaped in every message
+// (kiln/text.h printable()).
 // Thread-safety: untar() changes no process-wide state (neither the umask nor the working
 // directory), so many threads may extract at once, into different directories.
-void untar(const std::filesystem::path& archive, const std::filesystem::path& directory);
+struct UntarOptions {
+  // The most bytes the regular members may hold in all, as their headers record them (checked
+  // before a member is written). Default 8 GiB.
+  uint64_t max_bytes = uint64_t{8} << 30;
+  // The most members (headers of any type) the archive may have. Default 1,000,000.
+  uint64_t max_members = 1'000'000;
+};
+void untar(const std::filesystem::path& archive, const std::filesystem::path& directory,
+           const UntarOptions& options = {});
 
 // Replaces every path ending in ".tar" by the regular files it contains (symbolic links are not
 // listed), extracted into <temp>/temp0, <temp>/temp1, ... (one per archive, in order); other

@@ -1,7 +1,9 @@
 // key_text() and cache_key(): a job's key, read from its recipe (recipe.h).
+#include <cstdint>
 #include <fstream>
 #include <regex>
 #include <set>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -101,7 +103,15 @@ std::string material(const Job& job, const Recipe& recipe, const Workspace& ws) 
         {{"program", stable(tool.program, ws)}, {"identity", tool.identity}});
   }
   for (const RecipeStep& step : recipe.steps) material["steps"].push_back(step_material(step, ws));
-  return material.dump();
+  // Paths are bytes: one that is not UTF-8 (a Latin-1 directory) cannot be JSON text, and
+  // replacing its bytes would let two paths share a key. Such material is keyed by its CBOR
+  // encoding, which keeps every byte; all other keys stay as they were.
+  try {
+    return material.dump();
+  } catch (const nlohmann::json::type_error&) {
+    std::vector<uint8_t> cbor = nlohmann::json::to_cbor(material);
+    return {cbor.begin(), cbor.end()};
+  }
 }
 
 }  // namespace

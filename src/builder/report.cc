@@ -4,8 +4,9 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "internal/files.h"
+#include "internal/named_output.h"
 #include "kiln/build.h"
+#include "kiln/text.h"
 
 namespace kiln::build {
 namespace {
@@ -24,6 +25,9 @@ nlohmann::json summary_json(const Report& report) {
           {"interrupted", s.interrupted},
           {"ok", s.ok()}};
 }
+
+// The part of a failed job's log a trace event carries: enough to see the error in Perfetto.
+constexpr size_t kTraceLogBytes = 2000;
 
 long long microseconds(double seconds) { return static_cast<long long>(seconds * 1e6); }
 
@@ -44,7 +48,7 @@ std::string report_json(const Report& report) {
                     {"worker", job.worker}});
   }
   nlohmann::json doc = {{"jobs", jobs}, {"summary", summary_json(report)}};
-  return doc.dump(2) + "\n";
+  return json_text(doc, 2) + "\n";
 }
 
 std::string trace_json(const Report& report) {
@@ -64,7 +68,7 @@ std::string trace_json(const Report& report) {
     nlohmann::json args = {{"status", status_name(job.status)}, {"cached", job.cached}};
     if (!job.output.empty()) args["output"] = job.output.string();
     if (!job.log.empty() && job.status != JobStatus::done) {
-      args["log"] = job.log.substr(0, 2000);
+      args["log"] = std::string(utf8_prefix(job.log, kTraceLogBytes));
     }
     events.push_back({{"name", job.name},
                       {"cat", kind_name(job.kind)},
@@ -76,11 +80,11 @@ std::string trace_json(const Report& report) {
                       {"args", args}});
   }
   nlohmann::json doc = {{"traceEvents", events}, {"displayTimeUnit", "ms"}};
-  return doc.dump() + "\n";
+  return json_text(doc) + "\n";
 }
 
 void write_report_file(const std::filesystem::path& path, std::string_view text) {
-  internal::write_file_atomically(path, text);
+  internal::write_named_output(path, text);
 }
 
 std::string summary_text(const Report& report) {

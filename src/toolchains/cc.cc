@@ -1,5 +1,8 @@
 #include "kiln/cc.h"
 
+#include <sys/stat.h>
+
+#include <cerrno>
 #include <cstdlib>
 #include <memory>
 #include <mutex>
@@ -222,9 +225,19 @@ RunResult create_staticlib(const fs::path& output, const std::vector<fs::path>& 
 
 std::map<std::string, std::string> get_global_symbol_section_map(const fs::path& path,
                                                                  const std::string& nm) {
-  std::error_code ec;
-  if (!fs::is_regular_file(path, ec)) {
-    throw FileNotFound(fmt::format("{} does not exist", path.string()));
+  // nm's own complaint about a directory or a device is vague; say what the path is instead.
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) {
+    if (errno == ENOENT) throw FileNotFound(fmt::format("{} does not exist", path.string()));
+    throw SystemError(fmt::format("read symbols of '{}'", path.string()), errno);
+  }
+  if (S_ISDIR(st.st_mode)) {
+    throw SystemError(fmt::format("read symbols of '{}'", path.string()), EISDIR);
+  }
+  if (!S_ISREG(st.st_mode)) {
+    throw InvalidArgument(
+        fmt::format("read symbols of '{}': not a regular file (a library or object file is needed)",
+                    path.string()));
   }
   RunResult result =
       // The seed's `nm -gU`: on GNU binutils >= 2.39 -U takes an argument (--unicode), so

@@ -13,6 +13,7 @@
 #include "kiln/cuda.h"
 #include "kiln/error.h"
 #include "kiln/paths.h"
+#include "kiln/text.h"
 #include "kiln_build_info.h"
 
 extern char** environ;  // NOLINT(readability-redundant-declaration): POSIX declares it nowhere
@@ -121,14 +122,14 @@ std::string describe_text(const Description& d) {
       "uname: {} {} {} {} {}\n"
       "Options:\n{}\n",
       d.version, d.git_commit, d.compiler, field("sysname"), field("nodename"), field("release"),
-      field("version"), field("machine"), nlohmann::json(d.options).dump(2));
+      field("version"), field("machine"), json_text(nlohmann::json(d.options), 2));
 }
 
 std::string describe_json(const Description& d) {
   nlohmann::json j{{"version", d.version},   {"git_commit", d.git_commit},
                    {"compiler", d.compiler}, {"platform", d.platform},
                    {"options", d.options},   {"callbacks", callbacks::names()}};
-  return j.dump(2) + "\n";
+  return json_text(j, 2) + "\n";
 }
 
 }  // namespace kiln

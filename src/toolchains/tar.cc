@@ -91,8 +91,10 @@ class TempOutput {
   void commit() {
     fd_.reset();
     if (::rename(path_.c_str(), output_.c_str()) != 0) {
-      throw SystemError(fmt::format("rename '{}' to '{}'", path_.string(), output_.string()),
-                        errno);
+      // The temporary name means nothing to the user; the output they named does.
+      throw SystemError(
+          fmt::format("write '{}' (moving the finished archive into place)", output_.string()),
+          errno);
     }
     path_.clear();
   }

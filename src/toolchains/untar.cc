@@ -25,6 +25,8 @@
 #include "internal/fd.h"
 #include "kiln/error.h"
 #include "kiln/temp_directory.h"
+#include "kiln/text.h"
+#include "untar_checks.h"
 
 namespace kiln {
 namespace fs = std::filesystem;
@@ -36,18 +38,6 @@ struct ReadDeleter {
   void operator()(archive* a) const noexcept { archive_read_free(a); }
 };
 using Reader = std::unique_ptr<archive, ReadDeleter>;
-
-// Splits a member name at '/', dropping empty and "." components.
-std::vector<std::string_view> components(std::string_view path) {
-  std::vector<std::string_view> parts;
-  while (!path.empty()) {
-    size_t slash = path.find('/');
-    std::string_view part = path.substr(0, slash);
-    if (!part.empty() && part != ".") parts.push_back(part);
-    path = slash == std::string_view::npos ? std::string_view() : path.substr(slash + 1);
-  }
-  return parts;
-}
 
 // ---- untar() ----
 //
@@ -90,10 +80,18 @@ struct Extraction {
   fs::path archive_path;
   fs::path directory;
   archive* reader = nullptr;
-  UniqueFd root;              // the target directory (O_PATH)
+  UniqueFd root{};            // the target directory (O_PATH)
   UniqueFd parent{};          // the directory of the last member not directly in the target
   std::string parent_path{};  // its path relative to the target
   std::vector<DirectoryFixup> directories{};
+  UntarOptions limits{};
+  uint64_t members = 0;  // headers read so far
+  uint64_t bytes = 0;    // the sizes of the regular files among them
+  // What this extraction made, in order (paths relative to the target), so that a refusal for a
+  // limit can take it all away again; and the first directory of the target's own path that it
+  // had to create, if any.
+  std::vector<std::pair<std::string, bool>> created{};  // path, is a directory
+  std::optional<fs::path> made_target{};
 };
 
 // Where a member goes: its directory relative to the target ("" for the target itself) and its
@@ -106,7 +104,7 @@ struct Place {
 };
 
 Place place_of(std::string_view member) {
-  std::vector<std::string_view> parts = components(member);
+  std::vector<std::string_view> parts = internal::path_components(member);
   Place place{.name = parts.empty() ? "." : std::string(parts.back())};
   for (size_t i = 0; i + 1 < parts.size(); ++i) {
     if (i > 0) place.parent += '/';
@@ -115,28 +113,33 @@ Place place_of(std::string_view member) {
   return place;
 }
 
+// Messages escape member names, link targets and libarchive's text (which may quote them): a
+// hostile name must not drive the terminal it is printed on.
 [[noreturn]] void refuse(const Extraction& x, std::string_view member, std::string_view reason) {
-  throw UnsafeArchiveMember(fmt::format("Tar error: refusing member '{}' of '{}': {}", member,
-                                        x.archive_path.string(), reason));
+  throw UnsafeArchiveMember(fmt::format("Tar error: refusing member '{}' of '{}': {}",
+                                        printable(member), printable(x.archive_path.string()),
+                                        printable(reason)));
 }
 
 [[noreturn]] void throw_read_error(const Extraction& x, archive* a, std::string_view member) {
   if (member.empty()) {
-    throw ArchiveError(fmt::format("Tar error: reading '{}': {}", x.archive_path.string(),
-                                   internal::archive_error(a)));
+    throw ArchiveError(fmt::format("Tar error: reading '{}': {}",
+                                   printable(x.archive_path.string()),
+                                   printable(internal::archive_error(a))));
   }
-  throw ArchiveError(fmt::format("Tar error: extracting member '{}' of '{}': {}", member,
-                                 x.archive_path.string(), internal::archive_error(a)));
+  throw ArchiveError(fmt::format("Tar error: extracting member '{}' of '{}': {}", printable(member),
+                                 printable(x.archive_path.string()),
+                                 printable(internal::archive_error(a))));
 }
 
 // A system call on `path` (relative to the target) failed while extracting `member`.
 [[noreturn]] void fail(const Extraction& x, std::string_view member, std::string_view operation,
                        std::string_view path, int error) {
   std::string note = error == ENOSYS ? " (untar needs openat2: Linux 5.6 or later)" : "";
-  throw SystemError(
-      fmt::format("Tar error: extracting member '{}' of '{}': {} '{}'{}", member,
-                  x.archive_path.string(), operation, (x.directory / path).string(), note),
-      error);
+  throw SystemError(fmt::format("Tar error: extracting member '{}' of '{}': {} '{}'{}",
+                                printable(member), printable(x.archive_path.string()), operation,
+                                printable((x.directory / path).string()), note),
+                    error);
 }
 
 // Gzip, bzip2, xz and zstd in-process; libarchive's other filters would run external programs.
@@ -155,99 +158,12 @@ Reader open_reader(const Extraction& x, int fd) {
   return reader;
 }
 
-// ---- untar(): checks on a member's header, before anything of it is written ----
-
-// Refuses absolute names, ".." components and names that denote the target directory itself
-// for anything but a directory.
-void check_name(const Extraction& x, std::string_view name, bool is_directory) {
-  if (name.empty()) refuse(x, name, "the member has no name");
-  if (name.front() == '/') refuse(x, name, "absolute path");
-  std::vector<std::string_view> parts = components(name);
-  if (std::find(parts.begin(), parts.end(), "..") != parts.end()) {
-    refuse(x, name, "'..' component in the path");
-  }
-  if (parts.empty() && !is_directory) refuse(x, name, "it names the target directory itself");
-}
-
-// A symbolic link may climb with leading ".." no higher than its own directory's depth and then
-// only descend. A ".." after a name is refused: the name may itself be a link (to "." say), so
-// such a target cannot be judged from its text. Every link kept this way resolves inside.
-void check_symlink(const Extraction& x, std::string_view member, std::string_view target) {
-  if (target.empty()) refuse(x, member, "symbolic link with an empty target");
-  if (target.front() == '/') {
-    refuse(x, member, fmt::format("symbolic link to the absolute path '{}'", target));
-  }
-  size_t depth = components(member).size() - 1;
-  size_t climbs = 0;
-  bool descended = false;
-  for (std::string_view part : components(target)) {
-    if (part != "..") {
-      descended = true;
-    } else if (descended) {
-      refuse(x, member, fmt::format("symbolic link target '{}' has '..' after a name", target));
-    } else if (++climbs > depth) {
-      refuse(x, member, fmt::format("symbolic link to '{}' leads outside the target", target));
-    }
-  }
-}
-
-// A hard link must name a path inside the target: relative and without "..". That it names an
-// existing regular file is checked on disk when it is made (extract_hardlink).
-void check_hardlink(const Extraction& x, std::string_view member, std::string_view target) {
-  if (target.empty() || target.front() == '/') {
-    refuse(x, member, fmt::format("hard link to '{}' outside the target", target));
-  }
-  std::vector<std::string_view> parts = components(target);
-  if (parts.empty() || std::find(parts.begin(), parts.end(), "..") != parts.end()) {
-    refuse(x, member, fmt::format("hard link to '{}' outside the target", target));
-  }
-}
-
-// Only directories, regular files and symbolic links are extracted.
-void check_type(const Extraction& x, std::string_view member, archive_entry* entry) {
-  switch (archive_entry_filetype(entry)) {
-    case AE_IFREG:
-    case AE_IFDIR:
-    case AE_IFLNK:
-      return;
-    case AE_IFCHR:
-      refuse(x, member, "character device node");
-    case AE_IFBLK:
-      refuse(x, member, "block device node");
-    case AE_IFIFO:
-      refuse(x, member, "FIFO");
-    case AE_IFSOCK:
-      refuse(x, member, "socket");
-    default:
-      refuse(x, member, fmt::format("unsupported member type {:o}", archive_entry_filetype(entry)));
-  }
-}
-
-// Every check on the header, before anything of the member is written.
-void check_member(const Extraction& x, archive_entry* entry, std::string_view name) {
-  const char* hardlink = archive_entry_hardlink(entry);
-  bool is_directory = hardlink == nullptr && archive_entry_filetype(entry) == AE_IFDIR;
-  check_name(x, name, is_directory);
-  if ((archive_entry_mode(entry) & (S_ISUID | S_ISGID)) != 0) {
-    refuse(x, name, "setuid or setgid bit set");
-  }
-  if (hardlink != nullptr) {
-    check_hardlink(x, name, hardlink);
-    return;
-  }
-  check_type(x, name, entry);
-  if (archive_entry_filetype(entry) == AE_IFLNK) {
-    const char* target = archive_entry_symlink(entry);
-    check_symlink(x, name, target != nullptr ? target : "");
-  }
-}
-
 // ---- untar(): directories beneath the target ----
 
 // For a message only: the first component of `path` that is a symbolic link, if any.
 std::optional<std::string> first_symlink(const Extraction& x, std::string_view path) {
   std::string prefix;
-  for (std::string_view part : components(path)) {
+  for (std::string_view part : internal::path_components(path)) {
     if (!prefix.empty()) prefix += '/';
     prefix += part;
     struct stat st {};
@@ -274,14 +190,16 @@ std::optional<std::string> first_symlink(const Extraction& x, std::string_view p
 
 // Makes the directories of `path` that are missing, one component at a time from the target
 // (mode 0777 less the umask, as mkdir -p does), and returns the last one opened.
-UniqueFd make_directories(const Extraction& x, std::string_view member, std::string_view path) {
+UniqueFd make_directories(Extraction& x, std::string_view member, std::string_view path) {
   UniqueFd dir;
   std::string done;
-  for (std::string_view part : components(path)) {
+  for (std::string_view part : internal::path_components(path)) {
     int at = dir ? dir.get() : x.root.get();
     std::string name(part);
     done += done.empty() ? name : "/" + name;
-    if (::mkdirat(at, name.c_str(), 0777) != 0 && errno != EEXIST) {
+    if (::mkdirat(at, name.c_str(), 0777) == 0) {
+      x.created.emplace_back(done, true);
+    } else if (errno != EEXIST) {
       fail(x, member, "create directory", done, errno);
     }
     UniqueFd next(open_beneath(at, name.c_str(), kDirectoryFlags));
@@ -293,7 +211,7 @@ UniqueFd make_directories(const Extraction& x, std::string_view member, std::str
 
 // The directory `path` (relative to the target, not empty), opened beneath the target without
 // following symbolic links; missing directories are made when `create` is set.
-UniqueFd open_directory(const Extraction& x, std::string_view member, const std::string& path,
+UniqueFd open_directory(Extraction& x, std::string_view member, const std::string& path,
                         bool create) {
   UniqueFd dir(open_beneath(x.root.get(), path.c_str(), kDirectoryFlags));
   if (!dir && errno == ENOENT && create) return make_directories(x, member, path);
@@ -310,6 +228,58 @@ int parent_fd(Extraction& x, std::string_view member, const std::string& parent)
     x.parent_path = parent;
   }
   return x.parent.get();
+}
+
+// ---- untar(): limits ----
+
+// Takes away what this extraction made, newest first (a directory only once it is empty), then
+// the target directory and its ancestors that the extraction created. Best effort: it runs on the
+// way to reporting a failure, and nothing here may hide that failure.
+void remove_created(Extraction& x) {
+  x.parent.reset();
+  for (auto it = x.created.rbegin(); it != x.created.rend(); ++it) {
+    Place place = place_of(it->first);
+    UniqueFd dir;
+    if (!place.parent.empty()) {
+      dir.reset(open_beneath(x.root.get(), place.parent.c_str(), kDirectoryFlags));
+      if (!dir) continue;
+    }
+    (void)::unlinkat(dir ? dir.get() : x.root.get(), place.name.c_str(),
+                     it->second ? AT_REMOVEDIR : 0);
+  }
+  if (!x.made_target) return;
+  for (fs::path dir = x.directory; !dir.empty() && ::rmdir(dir.c_str()) == 0;
+       dir = dir.parent_path()) {
+    if (dir == *x.made_target) break;
+  }
+}
+
+// Refuses the archive once `member` takes it past a limit, leaving nothing of it behind: an
+// archive that expands without bound (a gzip bomb, millions of empty members) must not fill the
+// disk or the inode table, and a half-extracted tree is no use to anyone.
+[[noreturn]] void over_limit(Extraction& x, std::string_view member, std::string_view limit,
+                             std::string_view option) {
+  remove_created(x);
+  throw ArchiveError(fmt::format(
+      "Tar error: extracting '{}' into '{}': member '{}' goes past the limit of {} (raise it with "
+      "UntarOptions::{} or `kiln tar extract --{}`); nothing of the extraction was kept",
+      printable(x.archive_path.string()), printable(x.directory.string()), printable(member), limit,
+      option, option == "max_bytes" ? "max-bytes" : "max-members"));
+}
+
+// Counts the member and the bytes of its contents (as its header records them, before any is
+// written) against the limits.
+void check_limits(Extraction& x, archive_entry* entry, std::string_view member) {
+  if (++x.members > x.limits.max_members) {
+    over_limit(x, member, fmt::format("{} members", x.limits.max_members), "max_members");
+  }
+  bool is_file =
+      archive_entry_hardlink(entry) == nullptr && archive_entry_filetype(entry) == AE_IFREG;
+  la_int64_t size = archive_entry_size(entry);
+  if (is_file && size > 0) x.bytes += static_cast<uint64_t>(size);
+  if (x.bytes > x.limits.max_bytes) {
+    over_limit(x, member, fmt::format("{} bytes in all", x.limits.max_bytes), "max_bytes");
+  }
 }
 
 // ---- untar(): writing members ----
@@ -392,6 +362,7 @@ void extract_file(Extraction& x, std::string_view member, const Place& place,
   UniqueFd fd(create_replacing(x, member, dir, place, "create", [&] {
     return open_beneath(dir, place.name.c_str(), kFileFlags, mode);
   }));
+  x.created.emplace_back(place.path(), false);
   write_data(x, member, fd.get(), place, archive_entry_size(entry));
   if (::fchmod(fd.get(), mode) != 0) fail(x, member, "chmod", place.path(), errno);
   std::optional<std::array<timespec, 2>> times = times_of(entry);
@@ -408,7 +379,9 @@ void extract_directory(Extraction& x, std::string_view member, const Place& plac
   mode_t mode = archive_entry_perm(entry) & kPermissionBits;
   if (place.name != ".") {
     int dir = parent_fd(x, member, place.parent);
-    if (::mkdirat(dir, place.name.c_str(), mode | S_IRWXU) != 0) {
+    if (::mkdirat(dir, place.name.c_str(), mode | S_IRWXU) == 0) {
+      x.created.emplace_back(place.path(), true);
+    } else {
       if (errno != EEXIST) fail(x, member, "create directory", place.path(), errno);
       struct stat st {};
       if (::fstatat(dir, place.name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
@@ -419,6 +392,7 @@ void extract_directory(Extraction& x, std::string_view member, const Place& plac
         if (::mkdirat(dir, place.name.c_str(), mode | S_IRWXU) != 0) {
           fail(x, member, "create directory", place.path(), errno);
         }
+        x.created.emplace_back(place.path(), true);
       }
     }
   }
@@ -432,6 +406,7 @@ void extract_symlink(Extraction& x, std::string_view member, const Place& place,
   const char* target = archive_entry_symlink(entry);
   create_replacing(x, member, dir, place, "create symbolic link",
                    [&] { return ::symlinkat(target, dir, place.name.c_str()); });
+  x.created.emplace_back(place.path(), false);
   std::optional<std::array<timespec, 2>> times = times_of(entry);
   if (times && ::utimensat(dir, place.name.c_str(), times->data(), AT_SYMLINK_NOFOLLOW) != 0) {
     fail(x, member, "set times of", place.path(), errno);
@@ -457,6 +432,7 @@ void extract_hardlink(Extraction& x, std::string_view member, const Place& place
   int dir = parent_fd(x, member, place.parent);
   create_replacing(x, member, dir, place, "create hard link",
                    [&] { return ::linkat(from, source.name.c_str(), dir, place.name.c_str(), 0); });
+  x.created.emplace_back(place.path(), false);
 }
 
 // Checks the member, then writes it beneath the target directory.
@@ -464,7 +440,10 @@ void extract_member(Extraction& x, archive_entry* entry) {
   const char* raw_name = archive_entry_pathname(entry);
   if (raw_name == nullptr) refuse(x, "?", "the member's name cannot be decoded");
   std::string member = raw_name;
-  check_member(x, entry, member);
+  if (std::optional<std::string> why = internal::unsafe_member_reason(entry, member)) {
+    refuse(x, member, *why);
+  }
+  check_limits(x, entry, member);
   Place place = place_of(member);
   if (const char* hardlink = archive_entry_hardlink(entry)) {
     extract_hardlink(x, member, place, hardlink);
@@ -498,8 +477,9 @@ void finish_directories(Extraction& x) {
   }
 }
 
-// The target directory, created if missing, as the handle every member is resolved beneath.
-UniqueFd open_target(const fs::path& directory) {
+// The target directory, created if missing, as the handle every member is resolved beneath;
+// `made` is set to the first directory of its path that had to be created.
+UniqueFd open_target(const fs::path& directory, std::optional<fs::path>& made) {
   auto open = [&] {
     return internal::retry_eintr(
         [&] { return ::open(directory.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC); });
@@ -507,6 +487,9 @@ UniqueFd open_target(const fs::path& directory) {
   UniqueFd fd(open());
   if (!fd && errno == ENOENT) {
     std::error_code ec;
+    for (fs::path dir = directory; !dir.empty() && !fs::exists(dir, ec); dir = dir.parent_path()) {
+      made = dir;
+    }
     fs::create_directories(directory, ec);
     if (ec) throw SystemError(fmt::format("create directory '{}'", directory.string()), ec.value());
     fd.reset(open());
@@ -515,12 +498,26 @@ UniqueFd open_target(const fs::path& directory) {
   return fd;
 }
 
+// The archive, open for reading. A directory opens fine and fails only at the first read, where
+// libarchive can say no more than "Error reading fd 3": it is refused here, by name.
+UniqueFd open_archive(const fs::path& path) {
+  UniqueFd fd = internal::open_input(path, "tar: archive");
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0) {
+    throw SystemError(fmt::format("stat '{}'", path.string()), errno);
+  }
+  if (S_ISDIR(st.st_mode)) {
+    throw SystemError(fmt::format("tar: archive '{}'", path.string()), EISDIR);
+  }
+  return fd;
+}
+
 }  // namespace
 
-void untar(const fs::path& archive_path, const fs::path& directory) {
-  UniqueFd fd = internal::open_input(archive_path, "tar: archive");
-  Extraction x{
-      .archive_path = archive_path, .directory = directory, .root = open_target(directory)};
+void untar(const fs::path& archive_path, const fs::path& directory, const UntarOptions& options) {
+  UniqueFd fd = open_archive(archive_path);
+  Extraction x{.archive_path = archive_path, .directory = directory, .limits = options};
+  x.root = open_target(directory, x.made_target);
   Reader reader = open_reader(x, fd.get());
   x.reader = reader.get();
   for (;;) {

@@ -25,6 +25,7 @@
 #include "kiln/build.h"
 #include "kiln/error.h"
 #include "kiln/manifest.h"
+#include "kiln/text.h"
 
 namespace kiln::cli {
 namespace {
@@ -117,12 +118,11 @@ class Interrupts {
 // time, refreshed while it runs), else one plain line per finished job; failures in full.
 class Progress {
  public:
-  // Writes to stdout; a closed or full stdout is not the build's failure.
-  static void put(const std::string& text) {
-    (void)std::fwrite(text.data(), 1, text.size(), stdout);
-  }
+  // Writes to `out`; a closed or full stream is not the build's failure.
+  void put(const std::string& text) { (void)std::fwrite(text.data(), 1, text.size(), out_); }
 
-  explicit Progress(bool terminal) : terminal_(terminal) {
+  // `out`: stdout, or stderr when a report goes to stdout (--json -).
+  Progress(FILE* out, bool terminal) : out_(out), terminal_(terminal) {
     if (terminal_) ticker_ = std::thread([this] { tick(); });
   }
   ~Progress() { stop(); }
@@ -150,7 +150,7 @@ class Progress {
       if (stopped_) return;
       stopped_ = true;
       if (terminal_ && drawn_) put("\r\x1b[K");
-      (void)std::fflush(stdout);
+      (void)std::fflush(out_);
     }
     wake_.notify_all();
     if (ticker_.joinable()) ticker_.join();
@@ -198,10 +198,10 @@ class Progress {
     }
     winsize size{};
     size_t width =
-        ::ioctl(STDOUT_FILENO, TIOCGWINSZ, &size) == 0 && size.ws_col > 0 ? size.ws_col : 80;
-    if (line.size() >= width) line.resize(width - 1);
+        ::ioctl(::fileno(out_), TIOCGWINSZ, &size) == 0 && size.ws_col > 0 ? size.ws_col : 80;
+    if (line.size() >= width) line = std::string(utf8_prefix(line, width - 1));
     put("\r" + line + "\x1b[K");
-    (void)std::fflush(stdout);
+    (void)std::fflush(out_);
     drawn_ = true;
   }
 
@@ -213,6 +213,7 @@ class Progress {
     }
   }
 
+  FILE* out_;
   bool terminal_;
   std::mutex mutex_;
   std::condition_variable wake_;
@@ -256,11 +257,14 @@ int run_build_command(const BuildArgs& args) {
 
   Interrupts interrupts;
   options.cancel_fd = interrupts.fd();
-  Progress progress(::isatty(STDOUT_FILENO) != 0);
+  // A report written to stdout must be all that is there, so that it can be piped.
+  bool report_to_stdout = args.json == "-" || args.trace == "-";
+  FILE* out = report_to_stdout ? stderr : stdout;
+  Progress progress(out, ::isatty(::fileno(out)) != 0);
   options.on_event = [&progress](const Event& event) { progress.on_event(event); };
   build::Report report = build::run_build(manifest, options);
   progress.stop();
-  std::cout << build::summary_text(report) << std::flush;
+  (report_to_stdout ? std::cerr : std::cout) << build::summary_text(report) << std::flush;
   if (report.summary.interrupted) {
     std::cerr << "kiln: interrupted; running jobs were killed and no partial output was kept\n";
     return 128 + (interrupts.received() != 0 ? interrupts.received() : SIGINT);
@@ -284,8 +288,11 @@ void add_build(CLI::App& app, int* status) {
   sub->add_option("--timeout", args->timeout,
                   "Seconds every job may take (0: none), overriding the manifest");
   sub->add_option("--out", args->out, "Where outputs go, as <name>.<ext> (default: kiln-out)");
-  sub->add_option("--json", args->json, "Write per-job results and the summary as JSON");
-  sub->add_option("--trace", args->trace, "Write a Chrome trace (Perfetto, chrome://tracing)");
+  sub->add_option("--json", args->json,
+                  "Write per-job results and the summary as JSON (-: stdout, and progress goes "
+                  "to stderr)");
+  sub->add_option("--trace", args->trace,
+                  "Write a Chrome trace (Perfetto, chrome://tracing; -: stdout)");
   sub->add_option("--launcher", args->launcher,
                   "ccache, sccache, distcc or icecc in front of C/C++ compiles");
   sub->add_flag("--keep-going", args->keep_going, "Build what does not depend on a failure");

@@ -8,6 +8,7 @@
 #include "kiln/cc.h"
 #include "kiln/error.h"
 #include "kiln/paths.h"
+#include "kiln/text.h"
 
 namespace kiln::cli {
 namespace {
@@ -109,7 +110,7 @@ void add_symbols(CLI::App& cc, int* status) {
     require_no_passthrough("cc symbols");
     std::map<std::string, std::string> symbols = cc::get_global_symbol_section_map(*library, *nm);
     if (*json) {
-      std::cout << nlohmann::json(symbols).dump(2) << "\n";
+      std::cout << json_text(nlohmann::json(symbols), 2) << "\n";
     } else {
       for (const auto& [symbol, section] : symbols) std::cout << section << " " << symbol << "\n";
     }

@@ -1,4 +1,6 @@
 // kiln cuda compile|info and kiln cache stats|clear.
+#include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -11,6 +13,7 @@
 #include "kiln/cache.h"
 #include "kiln/cuda.h"
 #include "kiln/error.h"
+#include "kiln/text.h"
 
 namespace kiln::cli {
 namespace {
@@ -26,8 +29,12 @@ struct CompileArgs {
 };
 
 std::string read_source(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    throw InvalidArgument(fmt::format("cannot read {}: {}", path, std::strerror(EISDIR)));
+  }
   std::ifstream in(path, std::ios::binary);
-  if (!in) throw InvalidArgument(fmt::format("cannot read {}", path));
+  if (!in) throw InvalidArgument(fmt::format("cannot read {}: {}", path, std::strerror(errno)));
   std::ostringstream text;
   text << in.rdbuf();
   return text.str();
@@ -107,7 +114,7 @@ std::string text_of(const nlohmann::json& value) {
     }
     return joined;
   }
-  return value.dump();
+  return json_text(value);
 }
 
 }  // namespace
@@ -147,7 +154,7 @@ void add_cuda(CLI::App& app, int* status) {
     require_no_passthrough("cuda info");
     nlohmann::json j = info();
     if (*json) {
-      std::cout << j.dump(2) << "\n";
+      std::cout << json_text(j, 2) << "\n";
     } else {
       for (const auto& [key, value] : j.items()) {
         std::cout << fmt::format("{:<26} {}\n", key, text_of(value));

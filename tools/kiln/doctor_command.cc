@@ -11,6 +11,7 @@
 
 #include "commands.h"
 #include "kiln/doctor.h"
+#include "kiln/text.h"
 
 namespace kiln::cli {
 namespace {
@@ -50,7 +51,7 @@ void add_doctor(CLI::App& app, int* status) {
                         {"finding", f.finding},
                         {"fix", f.fix}});
       }
-      std::cout << list.dump(2) << "\n";
+      std::cout << json_text(list, 2) << "\n";
     } else {
       bool colour = ::isatty(STDOUT_FILENO) != 0;
       size_t width = 0;

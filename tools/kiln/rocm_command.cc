@@ -7,6 +7,7 @@
 
 #include "commands.h"
 #include "kiln/rocm.h"
+#include "kiln/text.h"
 
 namespace kiln::cli {
 
@@ -56,7 +57,7 @@ void add_rocm(CLI::App& app, int* status) {
     if (*json) {
       nlohmann::json list = nlohmann::json::array();
       for (const auto& p : paths) list.push_back(p.string());
-      std::cout << list.dump(2) << "\n";
+      std::cout << json_text(list, 2) << "\n";
     } else {
       for (const auto& p : paths) std::cout << p.string() << "\n";
     }

@@ -1,5 +1,5 @@
-// kiln tar create -o OUT FILES... | kiln tar extract ARCHIVE -C DIR: tar archives in-process,
-// with safe extraction (see kiln/tar.h).
+// kiln tar create -o OUT FILES... | kiln tar extract ARCHIVE -C DIR [--max-bytes N]
+// [--max-members N]: tar archives in-process, with safe, bounded extraction (see kiln/tar.h).
 #include <filesystem>
 #include <memory>
 #include <string>
@@ -33,6 +33,7 @@ void add_extract(CLI::App& tar_app, int* status) {
   struct Args {
     std::string archive;
     std::string directory;
+    UntarOptions limits;
   };
   auto args = std::make_shared<Args>();
   CLI::App* sub = tar_app.add_subcommand(
@@ -41,9 +42,16 @@ void add_extract(CLI::App& tar_app, int* status) {
   sub->add_option("archive", args->archive, "The archive to read")->required();
   sub->add_option("-C,--directory", args->directory, "Where to extract (created if missing)")
       ->required();
+  sub->add_option("--max-bytes", args->limits.max_bytes,
+                  "Refuse an archive whose files hold more bytes than this in all (default 8G; "
+                  "suffixes k, M, G, T count in 1024s); nothing of it is kept")
+      ->transform(CLI::AsSizeValue(false));
+  sub->add_option("--max-members", args->limits.max_members,
+                  "Refuse an archive with more members than this (default 1000000); nothing of "
+                  "it is kept");
   sub->callback([args, status] {
     require_no_passthrough("tar extract");
-    untar(args->archive, args->directory);
+    untar(args->archive, args->directory, args->limits);
     *status = kExitOk;
   });
 }

@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <charconv>
+#include <cstring>
 #include <ctime>
 #include <fstream>
 #include <functional>
@@ -169,11 +170,24 @@ void write_file(const fs::path& path, std::string_view bytes) {
 }
 
 std::string read_file(const fs::path& path, std::string_view missing) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw FileNotFound(fmt::format("{} '{}'", missing, path.string()));
-  std::ostringstream bytes;
-  bytes << in.rdbuf();
-  return bytes.str();
+  // The message keeps the caller's words for what is missing and adds what the system said, so
+  // "cannot read manifest 'x'" says whether x is absent, a directory or unreadable.
+  auto cannot = [&](int error) {
+    return FileNotFound(fmt::format("{} '{}': {}", missing, path.string(), std::strerror(error)));
+  };
+  UniqueFd fd(retry_eintr([&] { return ::open(path.c_str(), O_RDONLY | O_CLOEXEC); }));
+  if (!fd) throw cannot(errno);
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0) throw cannot(errno);
+  if (S_ISDIR(st.st_mode)) throw cannot(EISDIR);
+  std::string bytes;
+  char buffer[65536];
+  for (;;) {
+    ssize_t n = retry_eintr([&] { return ::read(fd.get(), buffer, sizeof buffer); });
+    if (n < 0) throw SystemError(fmt::format("read '{}'", path.string()), errno);
+    if (n == 0) return bytes;
+    bytes.append(buffer, static_cast<size_t>(n));
+  }
 }
 
 bool is_file(const fs::path& path) {

@@ -51,7 +51,8 @@ void write_file_atomically(const std::filesystem::path& path, std::string_view b
 // naming `path` and errno's text when it cannot be opened, written or closed.
 void write_file(const std::filesystem::path& path, std::string_view bytes);
 
-// The whole file; throws FileNotFound("<missing> '<path>'") when it cannot be opened, so a caller
+// The whole file; throws FileNotFound("<missing> '<path>': <errno text>") when it cannot be
+// opened or is a directory, and SystemError when reading fails, so a caller
 // can say what the missing file means ("the compiler wrote no").
 std::string read_file(const std::filesystem::path& path, std::string_view missing = "cannot read");
 
