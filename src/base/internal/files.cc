@@ -96,7 +96,7 @@ void place_at(int dir_fd, const std::string& name, const fs::path& shown,
     // close() reports late write errors (NFS, quotas); it is never retried (see retry_eintr).
     if (::close(fd.release()) != 0 && errno != EINTR) throw SystemError(operation, errno);
     if (::renameat(dir_fd, temp.c_str(), dir_fd, name.c_str()) != 0) {
-      throw SystemError(fmt::format("rename '{}' to '{}'", temp, shown.string()), errno);
+      throw SystemError(operation, errno);  // the temporary name would only puzzle the user
     }
   } catch (...) {
     (void)::unlinkat(dir_fd, temp.c_str(), 0);
