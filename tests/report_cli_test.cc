@@ -277,5 +277,20 @@ TEST(ReportCli, ExtractingADirectorySaysIsADirectory) {
   EXPECT_EQ(r.error_output.find("Error reading fd"), std::string::npos) << r.error_output;
 }
 
+// An output named with -o where a device sits is refused, and the device stays one (it used to
+// be renamed over, which as root turned /dev/full into a regular file).
+TEST(ReportCli, AnOutputOntoADeviceIsRefusedAndTheDeviceStays) {
+  TempDirectory tmp;
+  std::optional<fs::path> full = make_device(tmp.path() / "full", 7);
+  if (!full) GTEST_SKIP() << "mknod is not permitted here (needs CAP_MKNOD)";
+  std::ofstream(tmp.path() / "a.txt") << "a\n";
+  RunResult r = kiln_cli({"tar", "create", "-o", full->string(), (tmp.path() / "a.txt").string()});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.error_output.find("'" + full->string() + "': it is a character device, not a file"),
+            std::string::npos)
+      << r.error_output;
+  EXPECT_TRUE(is_char_device(*full)) << "the device was replaced by a regular file";
+}
+
 }  // namespace
 }  // namespace kiln

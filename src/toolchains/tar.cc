@@ -23,6 +23,7 @@
 
 #include "archive.h"
 #include "internal/fd.h"
+#include "internal/files.h"
 #include "kiln/error.h"
 #include "kiln/temp_directory.h"
 #include "kiln_build_info.h"
@@ -90,12 +91,7 @@ class TempOutput {
 
   void commit() {
     fd_.reset();
-    if (::rename(path_.c_str(), output_.c_str()) != 0) {
-      // The temporary name means nothing to the user; the output they named does.
-      throw SystemError(
-          fmt::format("write '{}' (moving the finished archive into place)", output_.string()),
-          errno);
-    }
+    internal::move_into_place(path_, output_);  // never over a device: it says what is there
     path_.clear();
   }
 

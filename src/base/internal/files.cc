@@ -75,11 +75,35 @@ UniqueFd open_directory(const fs::path& dir, std::string_view operation) {
 
 namespace {
 
+// What kind of thing other than a regular file `st` describes, or nullptr for a regular file,
+// a directory or a symbolic link (which a rename replaces without harm to anything else).
+const char* special_kind(const struct stat& st) {
+  if (S_ISCHR(st.st_mode)) return "a character device";
+  if (S_ISBLK(st.st_mode)) return "a block device";
+  if (S_ISFIFO(st.st_mode)) return "a FIFO";
+  if (S_ISSOCK(st.st_mode)) return "a socket";
+  return nullptr;
+}
+
+// An output is renamed into place, which would turn a device, FIFO or socket at its name (as
+// root, /dev/null) into a regular file: refuse instead, naming what is there.
+void refuse_to_replace_special(int dir_fd, const std::string& name, const fs::path& shown) {
+  struct stat st {};
+  if (::fstatat(dir_fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) return;
+  if (const char* kind = special_kind(st)) {
+    throw InvalidArgument(fmt::format(
+        "write '{}': it is {}, not a file; kiln replaces its outputs whole and will not replace "
+        "that: name a file",
+        shown.string(), kind));
+  }
+}
+
 // Creates a new temporary file in `dir_fd`, lets `fill` write it, and renames it to `name` there;
 // removes it on any failure. `shown` names the destination in messages.
 void place_at(int dir_fd, const std::string& name, const fs::path& shown,
               const std::function<void(int fd, const std::string& operation)>& fill) {
   const std::string operation = fmt::format("write '{}'", shown.string());
+  refuse_to_replace_special(dir_fd, name, shown);
   std::string temp;
   UniqueFd fd;
   for (int attempt = 0; attempt < 8 && !fd; ++attempt) {  // EEXIST: someone guessed the name
@@ -126,9 +150,10 @@ void copy_all(int from, int to, const fs::path& source, const std::string& opera
 }  // namespace
 
 void move_into_place(const fs::path& from, const fs::path& to) {
+  refuse_to_replace_special(AT_FDCWD, to.string(), to);
   if (::rename(from.c_str(), to.c_str()) == 0) return;
   if (errno != EXDEV) {
-    throw SystemError(fmt::format("rename '{}' to '{}'", from.string(), to.string()), errno);
+    throw SystemError(fmt::format("write '{}'", to.string()), errno);  // `from` is kiln's own
   }
   UniqueFd source(
       retry_eintr([&] { return ::open(from.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC); }));

@@ -164,6 +164,28 @@ TEST(MoveIntoPlace, AcrossFilesystemsNeverWritesThroughAPlantedSymlink) {
   }
 }
 
+// A FIFO (or, as root, /dev/null) where an output goes is not renamed over: it stays what it
+// was, and the error says what is there.
+TEST(WriteFileAtomically, AFifoAtTheNameIsRefusedAndStaysAFifo) {
+  TempDirectory dir;
+  ASSERT_EQ(::mkfifo((dir / "out.o").c_str(), 0600), 0);
+  for (const std::function<void()>& write :
+       std::vector<std::function<void()>>{[&] { write_file_atomically(dir / "out.o", "x"); },
+                                          [&] {
+                                            write_file(dir / "made.o", "x");
+                                            move_into_place(dir / "made.o", dir / "out.o");
+                                          }}) {
+    try {
+      write();
+      ADD_FAILURE() << "replaced a FIFO";
+    } catch (const InvalidArgument& e) {
+      EXPECT_NE(std::string(e.what()).find("it is a FIFO, not a file"), std::string::npos)
+          << e.what();
+    }
+    EXPECT_TRUE(fs::is_fifo(dir / "out.o"));
+  }
+}
+
 TEST(MoveIntoPlace, AMissingSourceIsASystemError) {
   TempDirectory dir;
   SystemError e = system_error_of([&] { move_into_place(dir / "none", dir / "there"); });
