@@ -13,6 +13,7 @@
 #include "kiln/paths.h"
 #include "kiln/rocm.h"
 #include "kiln/tar.h"
+#include "kiln/toolchain_environment.h"
 
 namespace kiln::build::detail {
 namespace {
@@ -56,12 +57,12 @@ constexpr const char* kNeedsNdkCc = "toolchain absent: the ndk toolchain needs T
 std::string c_compiler(const Job& job) {
   if (!job.cc.empty()) return job.cc;
   if (job.toolchain == Toolchain::ndk) {
-    if (auto cc = internal::env("TVM_NDK_CC")) return *cc;
+    if (auto cc = ndk_environment().get("TVM_NDK_CC")) return *cc;
     throw Absent{kNeedsNdkCc};
   }
   if (job.toolchain == Toolchain::xcode) return "clang";  // Xcode's, on a Mac
   if (job.language == Language::c) {
-    if (auto cc = internal::env("CC")) return *cc;
+    if (auto cc = cc_environment().get("CC")) return *cc;
     for (const char* name : {"gcc", "cc", "clang"}) {
       if (which(name)) return name;
     }
@@ -243,6 +244,38 @@ Recipe Chooser::choose() {
   return recipe;
 }
 
+// Whether the job runs a C-family compiler over a source, whose headers only the compiler knows.
+bool compiles_c_source(const Job& job) {
+  if (job.sources.empty() && job.code.empty()) return false;
+  if (job.language == Language::llvm_ir) return false;
+  switch (job.kind) {
+    case JobKind::object:
+    case JobKind::shared:
+    case JobKind::executable:
+    case JobKind::llvm_ir:
+    case JobKind::rocm_code_object:
+    case JobKind::wasm:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// Asks the compile step (the recipe's first tool step) for its dependency output, which
+// DirectCache records: the headers as the compiler resolved them, -I, -iquote, -isystem,
+// -include and CPATH alike.
+void ask_for_dependencies(const Job& job, const Workspace& workspace, JobRecipe& prepared) {
+  if (!compiles_c_source(job)) return;
+  for (RecipeStep& step : prepared.recipe.steps) {
+    auto* tool = std::get_if<ToolStep>(&step);
+    if (tool == nullptr) continue;
+    prepared.depfile = workspace.work_dir / "kiln-deps.d";
+    tool->run.argv.insert(tool->run.argv.end(), {"-MD", "-MF", prepared.depfile.string()});
+    prepared.depfile_cwd = tool->run.cwd.empty() ? fs::current_path() : fs::absolute(tool->run.cwd);
+    return;
+  }
+}
+
 }  // namespace
 
 JobRecipe prepare(const Job& job, const Options& options, const Workspace& workspace,
@@ -265,6 +298,7 @@ JobRecipe prepare(const Job& job, const Options& options, const Workspace& works
     }
   }
   identities.identify(result.recipe);
+  ask_for_dependencies(job, workspace, result);
   return result;
 }
 

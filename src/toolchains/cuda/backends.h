@@ -4,11 +4,13 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "internal/files.h"
 #include "kiln/cache.h"
 #include "kiln/cuda.h"
+#include "kiln/toolchain_environment.h"
 
 namespace kiln::cuda::internal {
 
@@ -46,8 +48,11 @@ NvrtcOutput run_nvrtc(const std::string& code, const std::string& source,
                       const std::vector<std::string>& options, bool cubin);
 std::string compile_with_nvcc(const Request& request);
 
-// A non-empty environment variable.
-using kiln::internal::env;
+// A non-empty environment variable of the cuda toolchain's list (kiln/toolchain_environment.h),
+// the list its cache keys are made from.
+inline std::optional<std::string> env(std::string_view name) {
+  return cuda_environment().get(name);
+}
 // What ptxas gets from both backends: -v, --register-usage-level=<TVM_CUDA_PTXAS_REG_LEVEL or
 // 10>, --warn-on-local-memory-usage, then the TVM_CUDA_PTXAS_EXTRA_OPTS words.
 std::vector<std::string> ptxas_flags();
