@@ -124,6 +124,31 @@ TEST(BuildCacheCli, AHeaderFoundThroughCplusIncludePathIsKeyed) {
   check_header_is_keyed({"CPLUS_INCLUDE_PATH", "c++", kAngled, {}, "CPLUS_INCLUDE_PATH"});
 }
 
+// A CUDA job's header beside its source: NVRTC reports no dependencies, so they are asked of
+// nvcc's dependency output; the key must still follow the header.
+TEST(BuildCacheCli, AHeaderOfACudaKernelIsKeyed) {
+  std::optional<fs::path> nvcc = which("nvcc");
+  if (!nvcc && !fs::exists("/usr/local/cuda/bin/nvcc")) GTEST_SKIP() << "needs the CUDA toolkit";
+  CacheProject project;
+  project.write("k.cu",
+                "#include \"h.h\"\nextern \"C\" __global__ void k(int* a) { a[0] = VALUE; }\n");
+  json job = {{"name", "k"},
+              {"kind", "cuda"},
+              {"sources", {project.path("k.cu")}},
+              {"format", "ptx"},
+              {"arch", "sm_80"}};
+  project.write("h.h", "#define VALUE 11111\n");
+  auto [first_status, first] = project.build(job);
+  if (first_status.find("toolchain absent") != std::string::npos) GTEST_SKIP() << first_status;
+  ASSERT_EQ(first_status, "done");
+  EXPECT_NE(first.find("11111"), std::string::npos);
+  EXPECT_EQ(project.build(job).first.substr(0, 6), "cached");
+  project.write("h.h", "#define VALUE 22222\n");
+  auto [edited_status, edited] = project.build(job);
+  EXPECT_EQ(edited_status, "done") << "the header changed: the old output was served";
+  EXPECT_NE(edited.find("22222"), std::string::npos);
+}
+
 // A stand-in compiler that, like an editor saving mid-compile, rewrites the source once after
 // kiln hashed it and before the real gcc reads it.
 TEST(BuildCacheCli, ASourceEditedDuringItsCompileIsNotStoredUnderItsOldContent) {

@@ -41,11 +41,12 @@ class DirectCache {
   // The stored result when the manifest's headers all still have their recorded content.
   std::optional<std::string> get() const;
 
-  // Records `headers` (the compiler's dependency output; the sources and files under `ignored`
-  // are left out) with their content hashes, and `bytes` as the result. Returns false, storing
-  // nothing, when a source or header changed during the compile or a header cannot be read.
+  // Records `headers` (the compiler's dependency output; the sources, and files under the
+  // `ignored` directories, are left out) with their content hashes, and `bytes` as the result.
+  // Returns false, storing nothing, when a source or header changed during the compile or a
+  // header cannot be read.
   bool put(const std::vector<std::filesystem::path>& headers, std::string_view bytes,
-           const std::filesystem::path& ignored = {}) const;
+           const std::vector<std::filesystem::path>& ignored = {}) const;
 
  private:
   std::string manifest_key() const;

@@ -131,17 +131,20 @@ std::optional<std::string> DirectCache::get() const {
 }
 
 bool DirectCache::put(const std::vector<fs::path>& headers, std::string_view bytes,
-                      const fs::path& ignored) const {
+                      const std::vector<fs::path>& ignored) const {
   for (size_t i = 0; i < sources_.size(); ++i) {
     if (content_hash(sources_[i]).value_or("") != source_hashes_[i]) return false;
   }
-  fs::path skipped = ignored.empty() ? fs::path() : normal(ignored, fs::current_path());
+  std::vector<fs::path> skipped;
+  for (const fs::path& dir : ignored) skipped.push_back(normal(dir, fs::current_path()));
   std::string manifest;
   for (const fs::path& header : headers) {
     if (std::find(sources_.begin(), sources_.end(), header) != sources_.end()) continue;
-    if (!skipped.empty()) {
-      fs::path relative = header.lexically_relative(skipped);
-      if (!relative.empty() && *relative.begin() != "..") continue;
+    if (std::any_of(skipped.begin(), skipped.end(), [&](const fs::path& dir) {
+          fs::path relative = header.lexically_relative(dir);
+          return !relative.empty() && *relative.begin() != "..";
+        })) {
+      continue;
     }
     if (header.string().find('\n') != std::string::npos) return false;
     std::optional<std::string> hash = content_hash(header);  // read, then stat: see the header

@@ -70,7 +70,7 @@ TEST_F(DirectCacheTest, NothingIsStoredWhenAnInputChangedDuringTheCompile) {
 TEST_F(DirectCacheTest, FilesUnderTheIgnoredDirectoryAreNotRecorded) {
   later();
   DirectCache direct(cache_, "base", {source()});
-  ASSERT_TRUE(direct.put({dir_ / "work" / "gone.h"}, "bytes", dir_ / "work"));
+  ASSERT_TRUE(direct.put({dir_ / "work" / "gone.h"}, "bytes", {dir_ / "work"}));
   EXPECT_EQ(DirectCache(cache_, "base", {source()}).get(), "bytes");
 }
 

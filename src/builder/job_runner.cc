@@ -67,8 +67,14 @@ void store(const DirectCache& direct, const JobRecipe& prepared, const Workspace
   if (!prepared.depfile.empty()) {
     if (!internal::is_file(prepared.depfile)) return;
     headers = parse_depfile(internal::read_file(prepared.depfile), prepared.depfile_cwd);
+  } else if (prepared.headers) {
+    fs::path scratch = workspace.work_dir / "kiln-headers";
+    fs::create_directories(scratch);
+    std::optional<std::vector<fs::path>> read = prepared.headers(scratch);
+    if (!read) return;
+    headers = std::move(*read);
   }
-  direct.put(headers, bytes, workspace.work_dir);
+  direct.put(headers, bytes, {workspace.work_dir});
 }
 
 }  // namespace
@@ -144,7 +150,11 @@ Attempt BuildRunner::make(std::size_t index, const RunScope::Limits& limits, int
   fs::path output = output_of(index);
   std::optional<DirectCache> direct;  // before the compile: it hashes the sources as they are
   if (cache_.enabled() && prepared.recipe.cacheable) {
-    direct.emplace(cache_, cache_key(job, prepared.recipe, workspace), keyed_files(job, workspace));
+    // Relative -I directories and paths in the dependency output are relative to the compiler's
+    // working directory: the same recorded header may be another file from elsewhere.
+    std::string key = kiln::cache_key(
+        {cache_key(job, prepared.recipe, workspace), prepared.depfile_cwd.string()});
+    direct.emplace(cache_, std::move(key), keyed_files(job, workspace));
     if (std::optional<std::string> bytes = direct->get()) {
       internal::write_file_atomically(output, *bytes, output_mode(job.kind));
       return {.result = Attempt::Result::from_cache, .output = output};

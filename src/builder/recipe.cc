@@ -102,6 +102,8 @@ class Chooser {
       : job_(job), options_(options), ws_(workspace) {}
 
   Recipe choose();
+  // How to learn the headers of a compile that reports none itself (set by cuda_kernel()).
+  JobRecipe::Headers headers;
 
  private:
   // The job's sources: its files, or its inline code at work_dir/<name>.<ext>, written by a
@@ -162,15 +164,17 @@ Recipe Chooser::cuda_kernel() {
       return std::string(reinterpret_cast<const char*>(binary.data()), binary.size());
     };
   }
+  cuda::CompileOptions compile{.format = job_.format,
+                               .arch = job_.arch,
+                               .options = options,
+                               .output = ws_.output,
+                               .backend = job_.backend,
+                               .use_cache = false};
+  headers = [code, compile](const fs::path& scratch) {
+    return cuda::headers_read(code, compile, scratch);
+  };
   try {
-    return cuda::compile_recipe(std::move(code),
-                                {.format = job_.format,
-                                 .arch = job_.arch,
-                                 .options = options,
-                                 .output = ws_.output,
-                                 .backend = job_.backend,
-                                 .use_cache = false},
-                                std::move(nvrtc));
+    return cuda::compile_recipe(std::move(code), compile, std::move(nvrtc));
   } catch (const Error& e) {
     bool with_nvrtc = job_.backend == cuda::Backend::nvrtc;
     throw Absent{fmt::format("toolchain absent: {}{}", with_nvrtc ? "NVRTC: " : "", e.what())};
@@ -282,7 +286,10 @@ JobRecipe prepare(const Job& job, const Options& options, const Workspace& works
                   ToolIdentities& identities) {
   JobRecipe result;
   try {
-    result.recipe = Chooser(job, options, workspace).choose();
+    Chooser chooser(job, options, workspace);
+    result.recipe = chooser.choose();
+    result.headers = std::move(chooser.headers);
+    if (result.headers) result.depfile_cwd = fs::current_path();  // NVRTC's "..." are from there
   } catch (const Absent& absent) {
     result.skip_reason = absent.reason;
     return result;

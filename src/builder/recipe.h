@@ -4,6 +4,8 @@
 #pragma once
 
 #include <filesystem>
+#include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -35,9 +37,15 @@ struct JobRecipe {
   // The toolchain module's recipe, its tools identified (when skip_reason is "").
   Recipe recipe{};
   // Where the compile step writes its dependency output (-MD -MF, in the work directory), and the
-  // directory its relative paths are relative to; empty when the job compiles no C-family source.
+  // directory its relative paths are relative to (also set with `headers`); empty when the job
+  // compiles no C-family source.
   std::filesystem::path depfile{};
   std::filesystem::path depfile_cwd{};
+  // For a job whose compiler writes no dependency output (CUDA): the headers it reads, asked
+  // after the compile into the given scratch directory; std::nullopt when they cannot be known.
+  using Headers = std::function<std::optional<std::vector<std::filesystem::path>>(
+      const std::filesystem::path& scratch)>;
+  Headers headers{};
 };
 
 // Picks the job's recipe from its toolchain module and identifies its tools (which may run their

@@ -31,6 +31,16 @@ std::string joined_for_key(const std::vector<std::string>& parts);
 
 std::string compile_with_nvrtc(const Request& request);
 
+// The files an NVRTC compile of `source` with `options` reads, from nvcc's dependency output
+// (NVRTC has none; nvrtc_headers.cc says why this stands in): std::nullopt when they cannot be
+// known (no nvcc, or it failed). Writes its temporaries into `scratch`.
+std::optional<std::vector<std::filesystem::path>> nvrtc_headers(
+    const std::string& source, const std::vector<std::string>& options,
+    const std::filesystem::path& scratch);
+// A cache key's part for the directory the compile runs in: relative include directories, and
+// "..." includes of NVRTC, are found from it.
+std::string working_directory_for_key();
+
 // The NVRTC side, in parts (the benchmark drives the seed's layout through them too).
 // The arch as NVRTC gets it: sm_ for a cubin, compute_ for PTX, from the device when empty.
 std::string spelled_arch(const Request& request);
