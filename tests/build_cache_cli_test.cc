@@ -33,9 +33,11 @@ class CacheProject {
   }
   fs::path path(const std::string& name) const { return dir_ / name; }
 
-  // Builds the one job; returns its status ("done", "cached", ...) and its output's bytes.
+  // Builds the one job; returns its status ("done"; others followed by the job's report) and its
+  // output's bytes.
   std::pair<std::string, std::string> build(const json& job, const Env& extra = {}) const {
     write("kiln.json", json{{"jobs", {job}}}.dump());
+    fs::remove(path("result.json"));
     Env env{{"KILN_CACHE_DIR", path("cache").string()}, {"KILN_NO_CACHE", std::nullopt}};
     for (const char* name : {"CPATH", "C_INCLUDE_PATH", "CPLUS_INCLUDE_PATH"})
       env[name] = std::nullopt;
@@ -43,7 +45,7 @@ class CacheProject {
     RunResult r = kiln_cli({"build", path("kiln.json").string(), "--out", path("out").string(),
                             "--json", path("result.json").string()},
                            env);
-    EXPECT_EQ(r.exit_code, 0) << r.output << r.error_output;
+    if (!fs::exists(path("result.json"))) ADD_FAILURE() << r.output << r.error_output;
     json result = json::parse(read_file(path("result.json")));
     const json& only = result["jobs"].at(0);
     std::string output = only.contains("output") && only["output"].is_string()
@@ -147,6 +149,47 @@ TEST(BuildCacheCli, AHeaderOfACudaKernelIsKeyed) {
   auto [edited_status, edited] = project.build(job);
   EXPECT_EQ(edited_status, "done") << "the header changed: the old output was served";
   EXPECT_NE(edited.find("22222"), std::string::npos);
+}
+
+// Each variable the CUDA toolchain reads that changes what it makes: a build with it after a
+// build without it is not served from the cache, and shows the variable's effect.
+TEST(BuildCacheCli, CudaEnvironmentVariablesAreNotServedStaleOutputs) {
+  if (!which("nvcc") && !fs::exists("/usr/local/cuda/bin/nvcc")) {
+    GTEST_SKIP() << "needs the CUDA toolkit";
+  }
+  CacheProject project;
+  project.write("k.cu", "extern \"C\" __global__ void k(float* a) { a[0] = a[1] / a[2]; }\n");
+  auto job = [&](const std::string& backend) {
+    return json{{"name", "k"},     {"kind", "cuda"},  {"sources", {project.path("k.cu")}},
+                {"format", "ptx"}, {"arch", "sm_80"}, {"backend", backend}};
+  };
+  auto [plain_status, plain] = project.build(job("nvcc"));
+  if (plain_status.find("toolchain absent") != std::string::npos) GTEST_SKIP() << plain_status;
+  ASSERT_EQ(plain_status, "done");
+  EXPECT_NE(plain.find("div.approx"), std::string::npos) << "fast math by default";
+
+  auto [exact_status, exact] = project.build(job("nvcc"), {{"TVM_CUDA_NVCC_NO_FAST_MATH", "1"}});
+  EXPECT_EQ(exact_status, "done");
+  EXPECT_EQ(exact.find("div.approx"), std::string::npos) << "TVM_CUDA_NVCC_NO_FAST_MATH ignored";
+
+  auto [debug_status, debug] = project.build(job("nvcc"), {{"TVM_KERNEL_DEBUG", "1"}});
+  EXPECT_EQ(debug_status, "done");
+  EXPECT_NE(debug, plain) << "TVM_KERNEL_DEBUG ignored";
+
+  auto [nvrtc_status, nvrtc] = project.build(job("nvrtc"));
+  if (nvrtc_status.find("toolchain absent") == std::string::npos) {
+    ASSERT_EQ(nvrtc_status, "done");
+    auto [bogus_status, bogus] =
+        project.build(job("nvrtc"), {{"TVM_CUDA_NVRTC_EXTRA_OPTS", "--no-such-nvrtc-option"}});
+    EXPECT_EQ(bogus_status.substr(0, 6), "failed") << "a bogus TVM_CUDA_NVRTC_EXTRA_OPTS";
+    std::string dump = project.path("dump").string();
+    for (int run = 0; run < 2; ++run) {  // a dump is asked for each time: never a cache hit
+      fs::remove_all(dump);
+      auto [dump_status, dumped] = project.build(job("nvrtc"), {{"TVM_KERNEL_DUMP", dump}});
+      EXPECT_EQ(dump_status, "done");
+      EXPECT_TRUE(fs::exists(fs::path(dump) / "tvm_kernels.cu")) << "no dump written";
+    }
+  }
 }
 
 // A stand-in compiler that, like an editor saving mid-compile, rewrites the source once after
