@@ -31,11 +31,13 @@ std::string joined_for_key(const std::vector<std::string>& parts);
 
 std::string compile_with_nvrtc(const Request& request);
 
-// The files an NVRTC compile of `source` with `options` reads, from nvcc's dependency output
-// (NVRTC has none; nvrtc_headers.cc says why this stands in): std::nullopt when they cannot be
-// known (no nvcc, or it failed). Writes its temporaries into `scratch`.
+// The files outside the toolkit that an NVRTC compile of `source` (the caller's `code` as NVRTC
+// gets it) with `options` reads, from nvcc's dependency output (NVRTC has none; nvrtc_headers.cc
+// says why this stands in): std::nullopt when they cannot be known (no nvcc, or it failed). None,
+// without running nvcc, when `code` includes nothing: what kiln adds includes only the toolkit's.
+// Writes its temporaries into `scratch`.
 std::optional<std::vector<std::filesystem::path>> nvrtc_headers(
-    const std::string& source, const std::vector<std::string>& options,
+    std::string_view code, const std::string& source, const std::vector<std::string>& options,
     const std::filesystem::path& scratch);
 // A cache key's part for the directory the compile runs in: relative include directories, and
 // "..." includes of NVRTC, are found from it.

@@ -284,7 +284,7 @@ std::string compile_with_nvrtc(const Request& request) {
   if (std::optional<std::string> hit = direct.get()) return std::move(*hit);
   std::string bytes = compile();
   TempDirectory scratch;
-  if (auto headers = nvrtc_headers(source, options, scratch.path())) {
+  if (auto headers = nvrtc_headers(request.code, source, options, scratch.path())) {
     direct.put(*headers, bytes, {scratch.path(), find_cuda_path()});  // the toolkit is keyed
   }
   return bytes;

@@ -44,13 +44,13 @@ std::vector<std::string> preprocessing_options(const std::vector<std::string>& o
 
 }  // namespace
 
-std::optional<std::vector<fs::path>> nvrtc_headers(const std::string& source,
+std::optional<std::vector<fs::path>> nvrtc_headers(std::string_view code, const std::string& source,
                                                    const std::vector<std::string>& options,
                                                    const fs::path& scratch) {
   bool forced = std::any_of(options.begin(), options.end(), [](const std::string& option) {
     return option.starts_with("-include") || option.starts_with("--pre-include");
   });
-  if (source.find("include") == std::string::npos && !forced) return std::vector<fs::path>{};
+  if (code.find("include") == std::string_view::npos && !forced) return std::vector<fs::path>{};
   fs::path nvcc = find_cuda_path() / "bin" / "nvcc";
   fs::path cwd = fs::current_path();
   // nvcc splits -Xcompiler's value on commas and hands it to the host compiler through a shell.
@@ -87,7 +87,7 @@ std::optional<std::vector<std::filesystem::path>> headers_read(
     std::string_view code, const CompileOptions& options, const std::filesystem::path& scratch) {
   try {
     if (options.backend == Backend::nvcc) {
-      return internal::nvrtc_headers(std::string(code), options.options, scratch);
+      return internal::nvrtc_headers(code, std::string(code), options.options, scratch);
     }
     internal::Request request{.code = std::string(code),
                               .format = options.format.value_or(Format::cubin),
@@ -95,7 +95,7 @@ std::optional<std::vector<std::filesystem::path>> headers_read(
                               .options = options.options,
                               .nvshmem = uses_nvshmem(code)};
     std::string arch = internal::spelled_arch(request);
-    return internal::nvrtc_headers(internal::nvrtc_source(code, request.nvshmem),
+    return internal::nvrtc_headers(code, internal::nvrtc_source(code, request.nvshmem),
                                    internal::nvrtc_options(request, arch), scratch);
   } catch (const Error&) {  // no toolkit, no GPU to name the arch: the compile fails the same way
     return std::nullopt;
