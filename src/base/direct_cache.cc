@@ -5,7 +5,9 @@
 
 #include <algorithm>
 #include <ctime>
+#include <mutex>
 #include <set>
+#include <unordered_map>
 
 #include "internal/files.h"
 
@@ -22,21 +24,52 @@ std::chrono::nanoseconds coarse_now() {
   return std::chrono::seconds(now.tv_sec) + std::chrono::nanoseconds(now.tv_nsec);
 }
 
+std::chrono::nanoseconds stamp(const timespec& t) {
+  return std::chrono::seconds(t.tv_sec) + std::chrono::nanoseconds(t.tv_nsec);
+}
+
+// A file's content hash, remembered by this process while its inode, size and times stay the
+// same: the headers many jobs share (stdio.h) are read once per build. Only a file last changed
+// before the current tick of the kernel's clock is remembered: a later rewrite, even of the same
+// size, then has other times.
 std::optional<std::string> content_hash(const fs::path& path) {
+  struct Seen {
+    ino_t inode;
+    off_t size;
+    std::chrono::nanoseconds mtime;
+    std::chrono::nanoseconds ctime;
+    std::string hash;
+  };
+  static std::mutex mutex;
+  static std::unordered_map<std::string, Seen> seen;
+  struct stat st {};
+  bool stated = ::stat(path.c_str(), &st) == 0;
+  if (stated) {
+    std::lock_guard lock(mutex);
+    auto it = seen.find(path.string());
+    if (it != seen.end() && it->second.inode == st.st_ino && it->second.size == st.st_size &&
+        it->second.mtime == stamp(st.st_mtim) && it->second.ctime == stamp(st.st_ctim)) {
+      return it->second.hash;
+    }
+  }
+  std::chrono::nanoseconds before = coarse_now();
+  std::string hash;
   try {
-    return cache_key({internal::read_file(path)});
+    hash = cache_key({internal::read_file(path)});
   } catch (const std::exception&) {
     return std::nullopt;
   }
+  if (stated && stamp(st.st_ctim) < before && stamp(st.st_mtim) < before) {
+    std::lock_guard lock(mutex);
+    seen[path.string()] = {st.st_ino, st.st_size, stamp(st.st_mtim), stamp(st.st_ctim), hash};
+  }
+  return hash;
 }
 
 // Whether the file's content or inode changed at or after `since` (or cannot be told).
 bool changed_since(const fs::path& path, std::chrono::nanoseconds since) {
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0) return true;
-  auto stamp = [](const timespec& t) {
-    return std::chrono::seconds(t.tv_sec) + std::chrono::nanoseconds(t.tv_nsec);
-  };
   return stamp(st.st_mtim) >= since || stamp(st.st_ctim) >= since;
 }
 
