@@ -126,6 +126,18 @@ TEST(BuildCacheCli, AHeaderFoundThroughCplusIncludePathIsKeyed) {
   check_header_is_keyed({"CPLUS_INCLUDE_PATH", "c++", kAngled, {}, "CPLUS_INCLUDE_PATH"});
 }
 
+// Assembly that is not preprocessed (.s) has no dependency output: it is still cached.
+TEST(BuildCacheCli, AnUnpreprocessedAssemblySourceIsStillCached) {
+  CacheProject project;
+  project.write("a.s", ".text\n.globl f\nf:\n  ret\n");
+  json job = {{"name", "a"}, {"kind", "object"}, {"sources", {project.path("a.s")}}};
+  auto [first_status, first] = project.build(job);
+  ASSERT_EQ(first_status, "done");
+  auto [again_status, again] = project.build(job);
+  EXPECT_EQ(again_status.substr(0, 6), "cached") << again_status;
+  EXPECT_EQ(again, first);
+}
+
 // A CUDA job's header beside its source: NVRTC reports no dependencies, so they are asked of
 // nvcc's dependency output; the key must still follow the header.
 TEST(BuildCacheCli, AHeaderOfACudaKernelIsKeyed) {

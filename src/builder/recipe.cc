@@ -1,6 +1,8 @@
 // prepare(): a job's recipe, from the toolchain module that knows its kind (recipe.h).
 #include "recipe.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "internal/files.h"
@@ -252,6 +254,16 @@ Recipe Chooser::choose() {
 bool compiles_c_source(const Job& job) {
   if (job.sources.empty() && job.code.empty()) return false;
   if (job.language == Language::llvm_ir) return false;
+  // Assembly that is not preprocessed (.s; ROCm's "-x assembler") includes nothing the compiler
+  // reports, and clang warns that -MD goes unused there.
+  bool plain_assembly = job.code.empty() && std::all_of(job.sources.begin(), job.sources.end(),
+                                                        [](const fs::path& source) {
+                                                          return source.extension() == ".s";
+                                                        });
+  if (job.language == Language::assembly &&
+      (job.kind == JobKind::rocm_code_object || plain_assembly)) {
+    return false;
+  }
   switch (job.kind) {
     case JobKind::object:
     case JobKind::shared:
