@@ -1,7 +1,10 @@
 // kiln cuda and kiln cache, run as a user would. Skips, saying why, without a CUDA toolkit.
+#include <sys/stat.h>
+
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <map>
 
 #include <nlohmann/json.hpp>
 
@@ -31,6 +34,17 @@ class CudaCli : public ::testing::Test {
   }
   std::map<std::string, std::optional<std::string>> env() const {
     return {{"KILN_CACHE_DIR", (dir / "cache").string()}, {"KILN_NO_CACHE", std::nullopt}};
+  }
+  // The cache's files with their inodes: storing an entry again makes a new file.
+  std::map<std::string, ino_t> entries() const {
+    std::map<std::string, ino_t> found;
+    for (const auto& entry : fs::recursive_directory_iterator(dir / "cache")) {
+      struct stat st {};
+      if (entry.is_regular_file() && ::stat(entry.path().c_str(), &st) == 0) {
+        found[entry.path().string()] = st.st_ino;
+      }
+    }
+    return found;
   }
   TempDirectory dir;
 };
@@ -64,9 +78,10 @@ TEST_F(CudaCli, CompileWritesTheFormatAskedForAndPassesOptionsThrough) {
   ASSERT_EQ(fatbin.exit_code, 0) << fatbin.error_output;
   EXPECT_EQ(testing::read_file(dir / "k.fatbin").substr(0, 4), "\x50\xed\x55\xba");
   RunResult stats = kiln_cli({"cache", "stats"}, env());
-  EXPECT_NE(stats.output.find("entries    2"), std::string::npos) << stats.output;
+  // Each compile stores its output and the manifest of the headers it read (direct mode).
+  EXPECT_NE(stats.output.find("entries    4"), std::string::npos) << stats.output;
   RunResult clear = kiln_cli({"cache", "clear"}, env());
-  EXPECT_NE(clear.output.find("removed 2 entries"), std::string::npos) << clear.output;
+  EXPECT_NE(clear.output.find("removed 4 entries"), std::string::npos) << clear.output;
 }
 
 TEST_F(CudaCli, FailuresAreClearAndLeaveNoOutput) {
@@ -91,6 +106,53 @@ TEST_F(CudaCli, FailuresAreClearAndLeaveNoOutput) {
     RunResult no_arch = kiln_cli({"cuda", "compile", (dir / "k.cu").string()}, env());
     EXPECT_EQ(no_arch.exit_code, 2);
     EXPECT_NE(no_arch.error_output.find("--arch"), std::string::npos) << no_arch.error_output;
+  }
+}
+
+// A header found through options after `--` is keyed: editing it between two compiles changes
+// the output, and compiling again with nothing changed is a hit. Both backends; NVRTC through
+// nvcc's dependency output (NVRTC has no dependency option), nvcc through its own -MD.
+TEST_F(CudaCli, AHeaderFoundThroughOptionsAfterTheDashesIsKeyed) {
+  fs::create_directories(dir / "inc");
+  std::string kernel = "extern \"C\" __global__ void k(int* a) { a[0] = VALUE; }\n";
+  std::ofstream(dir / "h.cu") << "#include \"h.h\"\n" << kernel;
+  std::ofstream(dir / "bare.cu") << kernel;
+  struct Case {
+    std::string backend;
+    std::string source;
+    std::vector<std::string> options;
+  };
+  std::string inc = (dir / "inc").string();
+  for (const Case& c : {Case{"nvrtc", "h.cu", {"-I", inc}}, Case{"nvcc", "h.cu", {"-I", inc}},
+                        Case{"nvrtc", "bare.cu", {"-include", inc + "/h.h"}}}) {
+    SCOPED_TRACE(c.backend + " " + c.options.front());
+    std::vector<std::string> args = {"cuda",
+                                     "compile",
+                                     (dir / c.source).string(),
+                                     "--backend",
+                                     c.backend,
+                                     "--format",
+                                     "ptx",
+                                     "--arch",
+                                     "sm_80",
+                                     "-o",
+                                     (dir / "h.ptx").string(),
+                                     "--"};
+    args.insert(args.end(), c.options.begin(), c.options.end());
+    auto compile = [&] {
+      RunResult r = kiln_cli(args, env());
+      EXPECT_EQ(r.exit_code, 0) << r.error_output;
+      return testing::read_file(dir / "h.ptx");
+    };
+    std::ofstream(dir / "inc" / "h.h") << "#define VALUE 11111\n";
+    std::string first = compile();
+    EXPECT_NE(first.find("11111"), std::string::npos);
+    std::ofstream(dir / "inc" / "h.h") << "#define VALUE 22222\n";
+    std::string edited = compile();
+    EXPECT_NE(edited.find("22222"), std::string::npos) << "the old output came from the cache";
+    std::map<std::string, ino_t> before = entries();
+    EXPECT_EQ(compile(), edited);
+    EXPECT_EQ(entries(), before) << "an unchanged compile stored its entries again: not a hit";
   }
 }
 

@@ -76,6 +76,13 @@ using NvrtcCall = std::function<std::string(std::string_view code, const Compile
 // variables the backends read.
 Recipe compile_recipe(std::string code, const CompileOptions& options, NvrtcCall nvrtc = {});
 
+// The files outside the CUDA toolkit that compiling `code` with `options` reads (the headers it
+// includes, through -I, -include and the like), for a cache that keys them. Both backends are
+// asked of nvcc's own dependency output (-M): NVRTC has no dependency option. std::nullopt when
+// they cannot be known (no nvcc; nvcc failed). Writes its temporaries into `scratch`.
+std::optional<std::vector<std::filesystem::path>> headers_read(
+    std::string_view code, const CompileOptions& options, const std::filesystem::path& scratch);
+
 // The seed's tvm_callback_cuda_compile: TVM_CUDA_COMPILE_MODE (case-insensitive, default
 // "nvrtc") picks NVRTC -> cubin or nvcc -> fatbin; anything else is InvalidArgument.
 std::string tvm_callback_cuda_compile(std::string_view code, const std::string& arch = {});

@@ -17,7 +17,6 @@
 
 #include <filesystem>
 #include <functional>
-#include <initializer_list>
 #include <string>
 #include <string_view>
 #include <variant>
@@ -72,6 +71,9 @@ struct Recipe {
   // What else changes the output and is not in the steps: the environment variables its tools
   // read ("CPATH=/x"), the identities of files the tools read on their own (device libraries).
   std::vector<std::string> key_material{};
+  // false: performing it does more than make the output (TVM_KERNEL_DUMP writes dump files), so
+  // a cached output must not stand in for it.
+  bool cacheable = true;
 
   // The tool whose program is `program`; nullptr when there is none.
   const RecipeTool* tool(std::string_view program) const;
@@ -81,9 +83,5 @@ struct Recipe {
 // Returns the RunResult of the last tool step (a default one when there is none). Throws what
 // the first failing step throws; later steps do not run.
 RunResult perform(const Recipe& recipe);
-
-// "NAME=value" for each of `names` set (and not empty) in the environment, in that order: key
-// material for the variables a recipe's tools read.
-std::vector<std::string> environment_material(std::initializer_list<const char*> names);
 
 }  // namespace kiln

@@ -1,8 +1,5 @@
 // key_text() and cache_key(): a job's key, read from its recipe (recipe.h).
 #include <cstdint>
-#include <fstream>
-#include <regex>
-#include <set>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -15,43 +12,6 @@ namespace kiln::build::detail {
 namespace {
 
 namespace fs = std::filesystem;
-
-bool scans_includes(const std::optional<Language>& language) {
-  return language && *language != Language::llvm_ir;
-}
-
-std::vector<std::string> include_dirs(const std::vector<std::string>& options) {
-  std::vector<std::string> dirs;
-  for (size_t i = 0; i < options.size(); ++i) {
-    const std::string& o = options[i];
-    if (o == "-I" && i + 1 < options.size()) {
-      dirs.push_back(options[++i]);
-    } else if (o.starts_with("-I") && o.size() > 2) {
-      dirs.push_back(o.substr(2));
-    }
-  }
-  return dirs;
-}
-
-// Headers a source includes with "..." that exist beside it or in a -I directory, recursively.
-void scan_includes(const fs::path& file, const std::vector<std::string>& dirs,
-                   std::set<fs::path>& seen, int depth) {
-  static const std::regex include_line(R"re(^\s*#\s*include\s*"([^"]+)")re");
-  if (depth > 32) return;
-  std::ifstream in(file);
-  for (std::string line; std::getline(in, line);) {
-    std::smatch m;
-    if (!std::regex_search(line, m, include_line)) continue;
-    std::vector<fs::path> candidates{file.parent_path() / m[1].str()};
-    for (const std::string& dir : dirs) candidates.emplace_back(fs::path(dir) / m[1].str());
-    for (const fs::path& candidate : candidates) {
-      if (!internal::is_file(candidate)) continue;
-      fs::path normal = candidate.lexically_normal();
-      if (seen.insert(normal).second) scan_includes(normal, dirs, seen, depth + 1);
-      break;
-    }
-  }
-}
 
 void add_part(std::string& blob, std::string_view part) {
   blob += std::to_string(part.size());
@@ -120,16 +80,9 @@ std::string key_text(const Job& job, const Recipe& recipe, const Workspace& ws) 
   std::string blob;
   add_part(blob, material(job, recipe, ws));
   add_part(blob, job.code);
-  std::set<fs::path> headers;
-  std::vector<std::string> dirs = include_dirs(job.options);
   for (const fs::path& source : job.sources) {
     add_part(blob, source.string());
     add_part(blob, internal::read_file(source));
-    if (scans_includes(job.language)) scan_includes(source, dirs, headers, 0);
-  }
-  for (const fs::path& header : headers) {
-    add_part(blob, header.string());
-    add_part(blob, internal::read_file(header));
   }
   for (const fs::path& input : ws.inputs) {
     add_part(blob, input.filename().string());
@@ -139,7 +92,7 @@ std::string key_text(const Job& job, const Recipe& recipe, const Workspace& ws) 
 }
 
 std::string cache_key(const Job& job, const Recipe& recipe, const Workspace& ws) {
-  return kiln::cache_key({"kiln-build-2", key_text(job, recipe, ws)});
+  return kiln::cache_key({"kiln-build-3", key_text(job, recipe, ws)});
 }
 
 }  // namespace kiln::build::detail

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "internal/files.h"
+#include "kiln/direct_cache.h"
 #include "kiln/error.h"
 #include "kiln/temp_directory.h"
 
@@ -49,6 +50,31 @@ Attempt attempt_of_exception() {
   } catch (const std::exception& e) {
     return failed(std::nullopt, e.what());
   }
+}
+
+// The files whose content the key holds, re-read after the compile: the sources and the inputs.
+std::vector<fs::path> keyed_files(const Job& job, const Workspace& workspace) {
+  std::vector<fs::path> files = job.sources;
+  files.insert(files.end(), workspace.inputs.begin(), workspace.inputs.end());
+  return files;
+}
+
+// Stores the output with the headers the compiler reported; nothing when a compile of a source
+// left no dependency output (its headers would be unkeyed) or an input changed meanwhile.
+void store(const DirectCache& direct, const JobRecipe& prepared, const Workspace& workspace,
+           std::string_view bytes) {
+  std::vector<fs::path> headers;
+  if (!prepared.depfile.empty()) {
+    if (!internal::is_file(prepared.depfile)) return;
+    headers = parse_depfile(internal::read_file(prepared.depfile), prepared.depfile_cwd);
+  } else if (prepared.headers) {
+    fs::path scratch = workspace.work_dir / "kiln-headers";
+    fs::create_directories(scratch);
+    std::optional<std::vector<fs::path>> read = prepared.headers(scratch);
+    if (!read) return;
+    headers = std::move(*read);
+  }
+  direct.put(headers, bytes, {workspace.work_dir});
 }
 
 }  // namespace
@@ -122,9 +148,14 @@ Attempt BuildRunner::make(std::size_t index, const RunScope::Limits& limits, int
     return {.result = Attempt::Result::skipped, .log = prepared.skip_reason};
   }
   fs::path output = output_of(index);
-  std::string key = cache_.enabled() ? cache_key(job, prepared.recipe, workspace) : "";
-  if (!key.empty()) {
-    if (std::optional<std::string> bytes = cache_.get(key)) {
+  std::optional<DirectCache> direct;  // before the compile: it hashes the sources as they are
+  if (cache_.enabled() && prepared.recipe.cacheable) {
+    // Relative -I directories and paths in the dependency output are relative to the compiler's
+    // working directory: the same recorded header may be another file from elsewhere.
+    std::string key = kiln::cache_key(
+        {cache_key(job, prepared.recipe, workspace), prepared.depfile_cwd.string()});
+    direct.emplace(cache_, std::move(key), keyed_files(job, workspace));
+    if (std::optional<std::string> bytes = direct->get()) {
       internal::write_file_atomically(output, *bytes, output_mode(job.kind));
       return {.result = Attempt::Result::from_cache, .output = output};
     }
@@ -133,7 +164,7 @@ Attempt BuildRunner::make(std::size_t index, const RunScope::Limits& limits, int
   perform(prepared.recipe);
   const fs::path& made = workspace.output;
   std::string bytes = internal::read_file(made, "the job made no output");
-  if (!key.empty()) cache_.put(key, bytes);
+  if (direct) store(*direct, prepared, workspace, bytes);
   ::chmod(made.c_str(), output_mode(job.kind));
   internal::move_into_place(made, output);
   return {.result = Attempt::Result::made, .output = output};

@@ -1,6 +1,8 @@
 // prepare(): a job's recipe, from the toolchain module that knows its kind (recipe.h).
 #include "recipe.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "internal/files.h"
@@ -13,6 +15,7 @@
 #include "kiln/paths.h"
 #include "kiln/rocm.h"
 #include "kiln/tar.h"
+#include "kiln/toolchain_environment.h"
 
 namespace kiln::build::detail {
 namespace {
@@ -56,12 +59,12 @@ constexpr const char* kNeedsNdkCc = "toolchain absent: the ndk toolchain needs T
 std::string c_compiler(const Job& job) {
   if (!job.cc.empty()) return job.cc;
   if (job.toolchain == Toolchain::ndk) {
-    if (auto cc = internal::env("TVM_NDK_CC")) return *cc;
+    if (auto cc = ndk_environment().get("TVM_NDK_CC")) return *cc;
     throw Absent{kNeedsNdkCc};
   }
   if (job.toolchain == Toolchain::xcode) return "clang";  // Xcode's, on a Mac
   if (job.language == Language::c) {
-    if (auto cc = internal::env("CC")) return *cc;
+    if (auto cc = cc_environment().get("CC")) return *cc;
     for (const char* name : {"gcc", "cc", "clang"}) {
       if (which(name)) return name;
     }
@@ -101,6 +104,8 @@ class Chooser {
       : job_(job), options_(options), ws_(workspace) {}
 
   Recipe choose();
+  // How to learn the headers of a compile that reports none itself (set by cuda_kernel()).
+  JobRecipe::Headers headers;
 
  private:
   // The job's sources: its files, or its inline code at work_dir/<name>.<ext>, written by a
@@ -161,15 +166,17 @@ Recipe Chooser::cuda_kernel() {
       return std::string(reinterpret_cast<const char*>(binary.data()), binary.size());
     };
   }
+  cuda::CompileOptions compile{.format = job_.format,
+                               .arch = job_.arch,
+                               .options = options,
+                               .output = ws_.output,
+                               .backend = job_.backend,
+                               .use_cache = false};
+  headers = [code, compile](const fs::path& scratch) {
+    return cuda::headers_read(code, compile, scratch);
+  };
   try {
-    return cuda::compile_recipe(std::move(code),
-                                {.format = job_.format,
-                                 .arch = job_.arch,
-                                 .options = options,
-                                 .output = ws_.output,
-                                 .backend = job_.backend,
-                                 .use_cache = false},
-                                std::move(nvrtc));
+    return cuda::compile_recipe(std::move(code), compile, std::move(nvrtc));
   } catch (const Error& e) {
     bool with_nvrtc = job_.backend == cuda::Backend::nvrtc;
     throw Absent{fmt::format("toolchain absent: {}{}", with_nvrtc ? "NVRTC: " : "", e.what())};
@@ -243,13 +250,58 @@ Recipe Chooser::choose() {
   return recipe;
 }
 
+// Whether the job runs a C-family compiler over a source, whose headers only the compiler knows.
+bool compiles_c_source(const Job& job) {
+  if (job.sources.empty() && job.code.empty()) return false;
+  if (job.language == Language::llvm_ir) return false;
+  // Assembly that is not preprocessed (.s; ROCm's "-x assembler") includes nothing the compiler
+  // reports, and clang warns that -MD goes unused there.
+  bool plain_assembly = job.code.empty() && std::all_of(job.sources.begin(), job.sources.end(),
+                                                        [](const fs::path& source) {
+                                                          return source.extension() == ".s";
+                                                        });
+  if (job.language == Language::assembly &&
+      (job.kind == JobKind::rocm_code_object || plain_assembly)) {
+    return false;
+  }
+  switch (job.kind) {
+    case JobKind::object:
+    case JobKind::shared:
+    case JobKind::executable:
+    case JobKind::llvm_ir:
+    case JobKind::rocm_code_object:
+    case JobKind::wasm:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// Asks the compile step (the recipe's first tool step) for its dependency output, which
+// DirectCache records: the headers as the compiler resolved them, -I, -iquote, -isystem,
+// -include and CPATH alike.
+void ask_for_dependencies(const Job& job, const Workspace& workspace, JobRecipe& prepared) {
+  if (!compiles_c_source(job)) return;
+  for (RecipeStep& step : prepared.recipe.steps) {
+    auto* tool = std::get_if<ToolStep>(&step);
+    if (tool == nullptr) continue;
+    prepared.depfile = workspace.work_dir / "kiln-deps.d";
+    tool->run.argv.insert(tool->run.argv.end(), {"-MD", "-MF", prepared.depfile.string()});
+    prepared.depfile_cwd = tool->run.cwd.empty() ? fs::current_path() : fs::absolute(tool->run.cwd);
+    return;
+  }
+}
+
 }  // namespace
 
 JobRecipe prepare(const Job& job, const Options& options, const Workspace& workspace,
                   ToolIdentities& identities) {
   JobRecipe result;
   try {
-    result.recipe = Chooser(job, options, workspace).choose();
+    Chooser chooser(job, options, workspace);
+    result.recipe = chooser.choose();
+    result.headers = std::move(chooser.headers);
+    if (result.headers) result.depfile_cwd = fs::current_path();  // NVRTC's "..." are from there
   } catch (const Absent& absent) {
     result.skip_reason = absent.reason;
     return result;
@@ -265,6 +317,7 @@ JobRecipe prepare(const Job& job, const Options& options, const Workspace& works
     }
   }
   identities.identify(result.recipe);
+  ask_for_dependencies(job, workspace, result);
   return result;
 }
 

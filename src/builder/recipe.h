@@ -4,6 +4,8 @@
 #pragma once
 
 #include <filesystem>
+#include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -34,6 +36,16 @@ struct JobRecipe {
   std::string skip_reason{};
   // The toolchain module's recipe, its tools identified (when skip_reason is "").
   Recipe recipe{};
+  // Where the compile step writes its dependency output (-MD -MF, in the work directory), and the
+  // directory its relative paths are relative to (also set with `headers`); empty when the job
+  // compiles no C-family source.
+  std::filesystem::path depfile{};
+  std::filesystem::path depfile_cwd{};
+  // For a job whose compiler writes no dependency output (CUDA): the headers it reads, asked
+  // after the compile into the given scratch directory; std::nullopt when they cannot be known.
+  using Headers = std::function<std::optional<std::vector<std::filesystem::path>>(
+      const std::filesystem::path& scratch)>;
+  Headers headers{};
 };
 
 // Picks the job's recipe from its toolchain module and identifies its tools (which may run their
@@ -46,8 +58,9 @@ JobRecipe prepare(const Job& job, const Options& options, const Workspace& works
 // What the cache key hashes: the job's kind, language, options, toolchain, arch, format and
 // backend; the recipe's tools with their identities, its steps (each command with the work and
 // output directories written as $WORK and $OUT, so that a key holds across builds) and its key
-// material; the content of every source (and of the headers they include with "..." found beside
-// them or in -I directories), the inline code, and the content of every input.
+// material; the content of every source, the inline code, and the content of every input. The
+// headers a compile reads are not in it: DirectCache (kiln/direct_cache.h) keys them from the
+// compiler's own dependency output.
 std::string key_text(const Job& job, const Recipe& recipe, const Workspace& workspace);
 
 // kiln::cache_key of key_text().

@@ -19,6 +19,7 @@
 #include "kiln/recipe.h"
 #include "kiln/tar.h"
 #include "kiln/temp_directory.h"
+#include "kiln/toolchain_environment.h"
 #include "steps.h"
 
 namespace kiln::cc {
@@ -26,10 +27,6 @@ namespace fs = std::filesystem;
 namespace {
 
 enum class Mode { shared, executable, object };
-
-// Environment variables a C/C++ compiler reads that change what it makes.
-constexpr std::initializer_list<const char*> kCompilerEnvironment = {
-    "CPATH", "C_INCLUDE_PATH", "CPLUS_INCLUDE_PATH", "LIBRARY_PATH", "SDKROOT"};
 
 std::string resolve_cc(const Options& options) {
   if (!options.cc.empty()) return options.cc;
@@ -78,7 +75,7 @@ Recipe compile_recipe(Mode mode, const fs::path& output, const std::vector<fs::p
   argv.push_back(as_argument(output, options.cwd));
   for (const fs::path& input : inputs) argv.push_back(as_argument(input, options.cwd));
   argv.insert(argv.end(), options.options.begin(), options.options.end());
-  Recipe recipe{.inputs = inputs, .key_material = environment_material(kCompilerEnvironment)};
+  Recipe recipe{.inputs = inputs, .key_material = cc_environment().material()};
   const std::optional<Launcher>& launcher = options.launcher;
   if (launcher && !launcher->prefix.empty()) {
     recipe.tools.push_back({.what = launcher->name, .program = launcher->prefix.front()});
@@ -129,8 +126,8 @@ TripleGetter memoize(TripleGetter getter) {
 }
 
 std::optional<std::string> find_on_path(std::string_view name) {
-  const char* path = std::getenv("PATH");
-  for (const std::string& dir : internal::split_path_list(path != nullptr ? path : "")) {
+  std::string path = cc_environment().get("PATH").value_or("");
+  for (const std::string& dir : internal::split_path_list(path)) {
     fs::path candidate = fs::path(dir) / name;
     if (!dir.empty() && which(candidate.string())) return candidate.string();
   }
@@ -141,8 +138,7 @@ std::optional<std::string> find_on_path(std::string_view name) {
 
 std::optional<std::string> get_cc() {
   for (const char* variable : {"CXX", "CC"}) {
-    const char* value = std::getenv(variable);
-    if (value != nullptr && *value != '\0') return std::string(value);
+    if (std::optional<std::string> value = cc_environment().get(variable)) return value;
   }
   for (std::string_view name : {"g++", "gcc", "clang++", "clang", "c++", "cc"}) {
     if (std::optional<std::string> found = find_on_path(name)) return found;

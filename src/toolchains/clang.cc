@@ -10,6 +10,7 @@
 #include "kiln/paths.h"
 #include "kiln/process.h"
 #include "kiln/temp_directory.h"
+#include "kiln/toolchain_environment.h"
 #include "kiln_build_info.h"
 #include "steps.h"
 
@@ -53,8 +54,7 @@ Recipe llvm_recipe(const std::vector<std::string>& inputs, const LlvmOptions& op
   argv.push_back("-o");
   argv.push_back(output.string());
   Recipe recipe{.tools = {{.what = "clang", .program = cc}},
-                .key_material = environment_material(
-                    {"CPATH", "C_INCLUDE_PATH", "CPLUS_INCLUDE_PATH", "SDKROOT"})};
+                .key_material = clang_environment().material()};
   for (size_t i = 0; i < inputs.size(); ++i) {
     if (is_source_path(inputs[i])) {
       argv.push_back(inputs[i]);

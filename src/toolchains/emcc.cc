@@ -4,6 +4,7 @@
 
 #include "kiln/error.h"
 #include "kiln/process.h"
+#include "kiln/toolchain_environment.h"
 
 namespace kiln::emcc {
 
@@ -13,14 +14,14 @@ std::optional<fs::path> find_wasm_lib(const std::string& name, bool optional,
                                       const fs::path& root) {
   fs::path base = root;
   if (base.empty()) {
-    const char* home = std::getenv("TVM_HOME");  // NOLINT(concurrency-mt-unsafe): read-only use
-    if (home == nullptr || *home == '\0') {
+    std::optional<std::string> home = emcc_environment().get("TVM_HOME");
+    if (!home) {
       if (optional) return std::nullopt;
       throw FileNotFound(fmt::format(
           "Cannot find library {}: TVM_HOME is not set (it should hold web/dist/wasm/{})", name,
           name));
     }
-    base = home;
+    base = *home;
   }
   const fs::path dirs[] = {base / "web" / "dist" / "wasm", base / "web" / "dist"};
   std::error_code ec;
@@ -57,7 +58,7 @@ Recipe tvmjs_wasm_recipe(const fs::path& output, const std::vector<fs::path>& ob
   }
   argv.insert(argv.end(), {"-o", output.string()});
   Recipe recipe{.tools = {{.what = "Emscripten", .program = options.cc}},
-                .key_material = environment_material({"EMCC_CFLAGS"})};
+                .key_material = emcc_environment().material()};
   for (const fs::path& lib : libs) argv.push_back(lib.string());
   for (const fs::path& object : objects) argv.push_back(object.string());
   recipe.inputs = libs;
@@ -89,7 +90,7 @@ Recipe standalone_wasm_recipe(const fs::path& output, const std::vector<fs::path
   argv.insert(argv.end(), {"-o", output.string()});
   Recipe recipe{.tools = {{.what = "Emscripten", .program = options.cc}},
                 .inputs = objects,
-                .key_material = environment_material({"EMCC_CFLAGS"})};
+                .key_material = emcc_environment().material()};
   recipe.steps.emplace_back(
       ToolStep{.label = "Compilation error:", .run = {.argv = argv, .cwd = options.cwd}});
   return recipe;

@@ -14,6 +14,7 @@
 #include "kiln/error.h"
 #include "kiln/paths.h"
 #include "kiln/text.h"
+#include "kiln/toolchain_environment.h"
 #include "kiln_build_info.h"
 
 extern char** environ;  // NOLINT(readability-redundant-declaration): POSIX declares it nowhere
@@ -29,11 +30,6 @@ bool any_tool(std::initializer_list<std::string_view> names) {
     if (which(name)) return true;
   }
   return false;
-}
-
-std::string env_or_empty(const char* name) {
-  const char* value = std::getenv(name);  // NOLINT(concurrency-mt-unsafe)
-  return value != nullptr ? value : "";
 }
 
 // The toolkit kiln::cuda would use, with its nvcc.
@@ -84,7 +80,7 @@ std::map<std::string, std::string> libinfo() {
       {"USE_LLD", on_off(any_tool({"ld.lld"}))},
       {"USE_LLVM", on_off(any_tool({"llvm-config"}))},
       {"USE_METAL", on_off(any_tool({"xcrun"}))},
-      {"USE_NDK", on_off(!env_or_empty("TVM_NDK_CC").empty())},
+      {"USE_NDK", on_off(ndk_environment().get("TVM_NDK_CC").has_value())},
       {"USE_ROCM", on_off(rocm_device_libs_found())},
       {"USE_SCCACHE", on_off(any_tool({"sccache"}))},
   };

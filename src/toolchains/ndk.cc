@@ -4,6 +4,7 @@
 #include "kiln/error.h"
 #include "kiln/tar.h"
 #include "kiln/temp_directory.h"
+#include "kiln/toolchain_environment.h"
 #include "steps.h"
 
 namespace kiln::ndk {
@@ -11,12 +12,12 @@ namespace kiln::ndk {
 namespace fs = std::filesystem;
 
 fs::path compiler() {
-  const char* cc = std::getenv("TVM_NDK_CC");  // NOLINT(concurrency-mt-unsafe): read-only use
-  if (cc == nullptr || *cc == '\0') {
+  std::optional<std::string> cc = ndk_environment().get("TVM_NDK_CC");
+  if (!cc) {
     throw ToolNotFound("TVM_NDK_CC",
                        "Require environment variable TVM_NDK_CC to be the NDK standalone compiler");
   }
-  return cc;
+  return *cc;
 }
 
 Recipe shared_recipe(const fs::path& output, const std::vector<fs::path>& objects,
@@ -29,7 +30,7 @@ Recipe shared_recipe(const fs::path& output, const std::vector<fs::path>& object
   argv.insert(argv.end(), flags.begin(), flags.end());
   Recipe recipe{.tools = {{.what = "the NDK compiler", .program = cc}},
                 .inputs = objects,
-                .key_material = environment_material({"CPATH", "LIBRARY_PATH"})};
+                .key_material = ndk_environment().material()};
   recipe.steps.emplace_back(ToolStep{.label = "Compilation error:", .run = {.argv = argv}});
   return recipe;
 }

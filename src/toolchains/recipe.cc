@@ -49,14 +49,4 @@ RunResult perform(const Recipe& recipe) {
   return last;
 }
 
-std::vector<std::string> environment_material(std::initializer_list<const char*> names) {
-  std::vector<std::string> material;
-  for (const char* name : names) {
-    if (std::optional<std::string> value = internal::env(name)) {
-      material.push_back(std::string(name) + "=" + *value);
-    }
-  }
-  return material;
-}
-
 }  // namespace kiln

@@ -102,14 +102,6 @@ TEST(Recipe, PerformReturnsTheLastToolStepsResult) {
   EXPECT_TRUE(perform(Recipe{}).output.empty());
 }
 
-TEST(Recipe, EnvironmentMaterialNamesTheSetVariablesInOrder) {
-  testing::ScopedEnv a("KILN_TEST_A", "1");
-  testing::ScopedEnv b("KILN_TEST_B", std::nullopt);
-  testing::ScopedEnv c("KILN_TEST_C", "x y");
-  EXPECT_EQ(environment_material({"KILN_TEST_C", "KILN_TEST_B", "KILN_TEST_A"}),
-            (std::vector<std::string>{"KILN_TEST_C=x y", "KILN_TEST_A=1"}));
-}
-
 TEST(ToolIdentities, AMissingProgramIsItsName) {
   Cache cache = Cache::disabled();
   ToolIdentities identities(cache);

@@ -13,6 +13,7 @@
 #include "kiln/process.h"
 #include "kiln/temp_directory.h"
 #include "kiln/tool_identities.h"
+#include "kiln/toolchain_environment.h"
 
 namespace kiln::rocm {
 namespace {
@@ -126,7 +127,7 @@ Recipe code_object_recipe(const fs::path& source, const fs::path& output,
   }
   Recipe recipe{.tools = {{.what = "clang (for the amdgcn target)", .program = tools.clang}},
                 .inputs = {source},
-                .key_material = environment_material({"ROCM_PATH"})};
+                .key_material = rocm_environment().material()};
   for (const fs::path& library : options.device_libraries) {
     argv.insert(argv.end(), {"-Xclang", "-mlink-builtin-bitcode", "-Xclang", library.string()});
     recipe.key_material.push_back(ToolIdentities::of_file(library));
@@ -208,8 +209,7 @@ RocmArch get_rocm_arch(const fs::path& given) {
 }
 
 fs::path find_rocm_path() {
-  const char* env = std::getenv("ROCM_PATH");  // NOLINT(concurrency-mt-unsafe): read-only use
-  if (env != nullptr && *env != '\0') return env;
+  if (std::optional<std::string> path = rocm_environment().get("ROCM_PATH")) return *path;
   if (std::optional<fs::path> hipcc = which("hipcc")) {
     std::error_code ec;
     fs::path real = fs::canonical(*hipcc, ec);

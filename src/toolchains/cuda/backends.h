@@ -4,11 +4,13 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "internal/files.h"
 #include "kiln/cache.h"
 #include "kiln/cuda.h"
+#include "kiln/toolchain_environment.h"
 
 namespace kiln::cuda::internal {
 
@@ -29,6 +31,18 @@ std::string joined_for_key(const std::vector<std::string>& parts);
 
 std::string compile_with_nvrtc(const Request& request);
 
+// The files outside the toolkit that an NVRTC compile of `source` (the caller's `code` as NVRTC
+// gets it) with `options` reads, from nvcc's dependency output (NVRTC has none; nvrtc_headers.cc
+// says why this stands in): std::nullopt when they cannot be known (no nvcc, or it failed). None,
+// without running nvcc, when `code` includes nothing: what kiln adds includes only the toolkit's.
+// Writes its temporaries into `scratch`.
+std::optional<std::vector<std::filesystem::path>> nvrtc_headers(
+    std::string_view code, const std::string& source, const std::vector<std::string>& options,
+    const std::filesystem::path& scratch);
+// A cache key's part for the directory the compile runs in: relative include directories, and
+// "..." includes of NVRTC, are found from it.
+std::string working_directory_for_key();
+
 // The NVRTC side, in parts (the benchmark drives the seed's layout through them too).
 // The arch as NVRTC gets it: sm_ for a cubin, compute_ for PTX, from the device when empty.
 std::string spelled_arch(const Request& request);
@@ -46,8 +60,11 @@ NvrtcOutput run_nvrtc(const std::string& code, const std::string& source,
                       const std::vector<std::string>& options, bool cubin);
 std::string compile_with_nvcc(const Request& request);
 
-// A non-empty environment variable.
-using kiln::internal::env;
+// A non-empty environment variable of the cuda toolchain's list (kiln/toolchain_environment.h),
+// the list its cache keys are made from.
+inline std::optional<std::string> env(std::string_view name) {
+  return cuda_environment().get(name);
+}
 // What ptxas gets from both backends: -v, --register-usage-level=<TVM_CUDA_PTXAS_REG_LEVEL or
 // 10>, --warn-on-local-memory-usage, then the TVM_CUDA_PTXAS_EXTRA_OPTS words.
 std::vector<std::string> ptxas_flags();

@@ -60,6 +60,11 @@ std::string file_identity(const std::filesystem::path& path) {
                      ec ? 0 : time.time_since_epoch().count());
 }
 
+std::string working_directory_for_key() {
+  std::error_code ec;
+  return std::filesystem::current_path(ec).string();
+}
+
 std::string joined_for_key(const std::vector<std::string>& parts) {
   std::string joined;
   for (const std::string& part : parts) {

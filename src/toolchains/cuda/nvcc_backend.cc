@@ -8,6 +8,7 @@
 #include "backends.h"
 #include "internal/files.h"
 #include "kiln/cuda.h"
+#include "kiln/direct_cache.h"
 #include "kiln/error.h"
 #include "kiln/process.h"
 #include "kiln/temp_directory.h"
@@ -119,10 +120,14 @@ std::string compile_with_nvcc(const Request& request) {
   if (request.nvshmem) target = temp / "tvm_kernels.o";  // first stage: a relocatable object
 
   std::vector<std::string> cmd = nvcc_command(request, format, dump, digits);
-  std::string key;
+  std::optional<DirectCache> direct;  // headers keyed from nvcc's own dependency output
+  fs::path depfile = temp / "tvm_kernels.d";
   if (request.cache != nullptr) {
-    key = nvcc_cache_key(cmd, request, nvshmem);
-    if (std::optional<std::string> hit = request.cache->get(key)) return std::move(*hit);
+    direct.emplace(*request.cache,
+                   cache_key({nvcc_cache_key(cmd, request, nvshmem), working_directory_for_key()}),
+                   std::vector<fs::path>{});
+    if (std::optional<std::string> hit = direct->get()) return std::move(*hit);
+    cmd.insert(cmd.end(), {"-MD", "-MF", depfile.string()});
   }
   cmd.insert(cmd.end(), {"-o", target.string()});
   if (request.nvshmem) {
@@ -136,7 +141,11 @@ std::string compile_with_nvcc(const Request& request) {
     target = link_with_nvlink(request.code, target, *nvshmem, digits, temp.path());
   }
   std::string bytes = kiln::internal::read_file(target, "the compiler wrote no");
-  if (request.cache != nullptr) request.cache->put(key, bytes);
+  if (direct && kiln::internal::is_file(depfile)) {
+    fs::path toolkit = fs::path(cmd[0]).parent_path().parent_path();
+    direct->put(parse_depfile(kiln::internal::read_file(depfile), fs::current_path()), bytes,
+                {temp.path(), toolkit.lexically_normal(), find_cuda_path()});
+  }
   return bytes;
 }
 

@@ -9,8 +9,10 @@
 #include "internal/files.h"
 #include "internal/shell_words.h"
 #include "kiln/cuda.h"
+#include "kiln/direct_cache.h"
 #include "kiln/error.h"
 #include "kiln/process.h"
+#include "kiln/temp_directory.h"
 #include "nvrtc_library.h"
 #include "nvrtc_source.h"
 
@@ -275,9 +277,17 @@ std::string compile_with_nvrtc(const Request& request) {
                   file_identity(nvjitlink().path);
   }
   std::string key =
-      cache_key({"nvrtc", format_name(request.format), arch, source, joined_for_key(options),
-                 file_identity(nvrtc().path), fmt::format("{}.{}", major, minor), nvshmem_lib});
-  return request.cache->get_or_make(key, compile);
+      cache_key({"nvrtc-2", format_name(request.format), arch, source, joined_for_key(options),
+                 file_identity(nvrtc().path), fmt::format("{}.{}", major, minor), nvshmem_lib,
+                 working_directory_for_key()});
+  DirectCache direct(*request.cache, key, {});  // the code is in the key; headers are not
+  if (std::optional<std::string> hit = direct.get()) return std::move(*hit);
+  std::string bytes = compile();
+  TempDirectory scratch;
+  if (auto headers = nvrtc_headers(request.code, source, options, scratch.path())) {
+    direct.put(*headers, bytes, {scratch.path(), find_cuda_path()});  // the toolkit is keyed
+  }
+  return bytes;
 }
 
 }  // namespace kiln::cuda::internal

@@ -12,6 +12,7 @@
 
 #include "kiln/cuda.h"
 #include "kiln/error.h"
+#include "kiln/toolchain_environment.h"
 
 namespace kiln::cuda::internal {
 namespace {
@@ -21,8 +22,7 @@ namespace fs = std::filesystem;
 // The places to try for lib<stem>.so, in order: a path, or a bare name for the dynamic linker's
 // search. `variable` names the library exactly when set.
 std::vector<std::string> candidates(const char* variable, const std::string& stem) {
-  const char* chosen = std::getenv(variable);  // NOLINT(concurrency-mt-unsafe)
-  if (chosen != nullptr && *chosen != '\0') return {chosen};
+  if (std::optional<std::string> chosen = cuda_environment().get(variable)) return {*chosen};
   std::vector<std::string> names;
   try {
     fs::path cuda = find_cuda_path();

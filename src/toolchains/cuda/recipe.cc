@@ -4,6 +4,7 @@
 #include "internal/files.h"
 #include "kiln/cuda.h"
 #include "kiln/error.h"
+#include "kiln/toolchain_environment.h"
 
 namespace kiln::cuda {
 namespace {
@@ -13,9 +14,7 @@ namespace fs = std::filesystem;
 // What changes the output besides the code, which has no command line to carry it: the call's
 // options and the environment variables either backend reads.
 std::vector<std::string> key_material(const CompileOptions& options) {
-  std::vector<std::string> material = environment_material(
-      {"CUDA_PATH", "NVSHMEM_HOME", "TVM_CUDA_PTXAS_REG_LEVEL", "TVM_CUDA_PTXAS_EXTRA_OPTS",
-       "TVM_CUDA_NVRTC_EXTRA_OPTS", "TVM_CUDA_NVCC_NO_FAST_MATH", "TVM_KERNEL_DEBUG"});
+  std::vector<std::string> material = cuda_environment().material();
   material.push_back(fmt::format("backend={}", backend_name(options.backend)));
   material.push_back(
       fmt::format("format={}", options.format ? format_name(*options.format) : "default"));
@@ -62,8 +61,12 @@ Recipe compile_recipe(std::string code, const CompileOptions& options, NvrtcCall
   if (options.output.empty()) {
     throw InvalidArgument("cuda::compile_recipe: the options name no output file");
   }
-  if (options.backend == Backend::nvcc) return nvcc_recipe(std::move(code), options);
-  return nvrtc_recipe(std::move(code), options, std::move(nvrtc));
+  Recipe recipe = options.backend == Backend::nvcc
+                      ? nvcc_recipe(std::move(code), options)
+                      : nvrtc_recipe(std::move(code), options, std::move(nvrtc));
+  // The dump files are part of what a compile does then: a cached output would skip them.
+  recipe.cacheable = !cuda_environment().get("TVM_KERNEL_DUMP");
+  return recipe;
 }
 
 }  // namespace kiln::cuda

@@ -16,13 +16,13 @@
 #include "kiln/error.h"
 #include "kiln/paths.h"
 #include "kiln/process.h"
+#include "kiln/toolchain_environment.h"
 
 namespace kiln::cuda {
 namespace {
 
 namespace fs = std::filesystem;
 
-using kiln::internal::env;
 using kiln::internal::is_dir;
 using kiln::internal::is_file;
 using kiln::internal::read_file;
@@ -71,7 +71,7 @@ std::string machine() {
 std::string CudaVersion::to_string() const { return fmt::format("{}.{}.{}", major, minor, patch); }
 
 fs::path find_cuda_path() {
-  if (std::optional<std::string> path = env("CUDA_PATH")) return *path;
+  if (std::optional<std::string> path = cuda_environment().get("CUDA_PATH")) return *path;
   if (std::optional<fs::path> nvcc = which("nvcc")) {
     std::error_code ec;
     fs::path real = fs::canonical(*nvcc, ec);
@@ -172,7 +172,7 @@ NvshmemPaths find_nvshmem_paths() {
       roots.push_back(root);
     }
   };
-  if (auto home = env("NVSHMEM_HOME")) add_root(*home);
+  if (auto home = cuda_environment().get("NVSHMEM_HOME")) add_root(*home);
   try {
     add_root(find_cuda_path());
   } catch (const Error&) {  // NOLINT(bugprone-empty-catch): no toolkit, one root fewer

@@ -1,0 +1,62 @@
+// Caching a compile whose headers are known only to the compiler ("direct mode", as ccache has
+// it). The key of what the caller knows (the command, the tools, the sources' content) names a
+// manifest: the headers the compiler reported, from its own dependency output, the last time it
+// ran, each with a hash of its content. A lookup re-hashes those headers; when every one still
+// matches, the result is stored under a key made of the manifest's key and those hashes.
+//
+//   kiln::DirectCache direct(cache, base_key, {source});   // base_key covers the source's content
+//   if (auto bytes = direct.get()) return *bytes;
+//   compile(..., "-MD", "-MF", depfile);
+//   direct.put(kiln::parse_depfile(read(depfile), cwd), bytes);  // stored unless inputs moved
+//
+// Nothing is stored when a source's content differs after the compile from what it was when the
+// key was made, or when a header the compiler read was modified once the compile had started:
+// the compiler may have read other bytes than those the key would claim.
+#pragma once
+
+#include <chrono>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "kiln/cache.h"
+
+namespace kiln {
+
+// The prerequisites of every rule in a make-syntax dependency file (what gcc, clang and nvcc
+// write for -MD -MF): backslash-newline continues a line, "\ " is a space in a name, "$$" a
+// dollar. Relative paths are made absolute against `cwd` (the compiler's working directory).
+// Each path appears once, in first-seen order.
+std::vector<std::filesystem::path> parse_depfile(std::string_view text,
+                                                 const std::filesystem::path& cwd);
+
+class DirectCache {
+ public:
+  // `base_key`: the cache key of everything but the headers; `sources`: the files whose content
+  // it covers (re-hashed after the compile). Hashes the sources now: call it before compiling.
+  DirectCache(const Cache& cache, std::string base_key, std::vector<std::filesystem::path> sources);
+
+  // The stored result when the manifest's headers all still have their recorded content.
+  std::optional<std::string> get() const;
+
+  // Records `headers` (the compiler's dependency output; the sources, and files under the
+  // `ignored` directories, are left out) with their content hashes, and `bytes` as the result.
+  // Returns false, storing nothing, when a source or header changed during the compile or a
+  // header cannot be read.
+  bool put(const std::vector<std::filesystem::path>& headers, std::string_view bytes,
+           const std::vector<std::filesystem::path>& ignored = {}) const;
+
+ private:
+  std::string manifest_key() const;
+
+  const Cache& cache_;
+  std::string base_key_;
+  std::vector<std::filesystem::path> sources_;
+  std::vector<std::string> source_hashes_;
+  // When the compile started, on the clock the kernel stamps files with.
+  std::chrono::nanoseconds started_{};
+};
+
+}  // namespace kiln

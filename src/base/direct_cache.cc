@@ -1,0 +1,192 @@
+// DirectCache and parse_depfile (kiln/direct_cache.h).
+#include "kiln/direct_cache.h"
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <ctime>
+#include <mutex>
+#include <set>
+#include <unordered_map>
+
+#include "internal/files.h"
+
+namespace kiln {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::chrono::nanoseconds coarse_now() {
+  // The clock the kernel stamps modification times with: a file written after this moment has a
+  // time at or after it, which the fine-grained clock would not promise.
+  timespec now{};
+  ::clock_gettime(CLOCK_REALTIME_COARSE, &now);
+  return std::chrono::seconds(now.tv_sec) + std::chrono::nanoseconds(now.tv_nsec);
+}
+
+std::chrono::nanoseconds stamp(const timespec& t) {
+  return std::chrono::seconds(t.tv_sec) + std::chrono::nanoseconds(t.tv_nsec);
+}
+
+// A file's content hash, remembered by this process while its inode, size and times stay the
+// same: the headers many jobs share (stdio.h) are read once per build. Only a file last changed
+// before the current tick of the kernel's clock is remembered: a later rewrite, even of the same
+// size, then has other times.
+std::optional<std::string> content_hash(const fs::path& path) {
+  struct Seen {
+    ino_t inode;
+    off_t size;
+    std::chrono::nanoseconds mtime;
+    std::chrono::nanoseconds ctime;
+    std::string hash;
+  };
+  static std::mutex mutex;
+  static std::unordered_map<std::string, Seen> seen;
+  struct stat st {};
+  bool stated = ::stat(path.c_str(), &st) == 0;
+  if (stated) {
+    std::lock_guard lock(mutex);
+    auto it = seen.find(path.string());
+    if (it != seen.end() && it->second.inode == st.st_ino && it->second.size == st.st_size &&
+        it->second.mtime == stamp(st.st_mtim) && it->second.ctime == stamp(st.st_ctim)) {
+      return it->second.hash;
+    }
+  }
+  std::chrono::nanoseconds before = coarse_now();
+  std::string hash;
+  try {
+    hash = cache_key({internal::read_file(path)});
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+  if (stated && stamp(st.st_ctim) < before && stamp(st.st_mtim) < before) {
+    std::lock_guard lock(mutex);
+    seen[path.string()] = {st.st_ino, st.st_size, stamp(st.st_mtim), stamp(st.st_ctim), hash};
+  }
+  return hash;
+}
+
+// Whether the file's content or inode changed at or after `since` (or cannot be told).
+bool changed_since(const fs::path& path, std::chrono::nanoseconds since) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return true;
+  return stamp(st.st_mtim) >= since || stamp(st.st_ctim) >= since;
+}
+
+fs::path normal(const fs::path& path, const fs::path& cwd) {
+  return (path.is_absolute() || cwd.empty() ? path : cwd / path).lexically_normal();
+}
+
+// The words of a depfile with continuations joined and escapes undone; a word that ends a rule's
+// targets keeps its ':' so that prerequisites can be told from targets.
+std::vector<std::string> depfile_words(std::string_view text) {
+  std::vector<std::string> words;
+  std::string word;
+  auto flush = [&] {
+    if (!word.empty()) words.push_back(std::move(word));
+    word.clear();
+  };
+  for (size_t i = 0; i < text.size(); ++i) {
+    char c = text[i];
+    char next = i + 1 < text.size() ? text[i + 1] : '\0';
+    if (c == '\\' && (next == '\n' || (next == '\r' && i + 2 < text.size()))) {
+      flush();
+      i += next == '\r' ? 2 : 1;
+    } else if (c == '\\' && (next == ' ' || next == '#' || next == '\\')) {
+      word += next;
+      ++i;
+    } else if (c == '$' && next == '$') {
+      word += '$';
+      ++i;
+    } else if (c == '\n') {
+      flush();
+      words.emplace_back("\n");
+    } else if (c == ' ' || c == '\t' || c == '\r') {
+      flush();
+    } else {
+      word += c;
+    }
+  }
+  flush();
+  return words;
+}
+
+}  // namespace
+
+std::vector<fs::path> parse_depfile(std::string_view text, const fs::path& cwd) {
+  std::vector<fs::path> paths;
+  std::set<fs::path> seen;
+  bool in_prerequisites = false;
+  for (std::string& word : depfile_words(text)) {
+    if (word == "\n") {
+      in_prerequisites = false;
+      continue;
+    }
+    if (!in_prerequisites) {
+      in_prerequisites = word.ends_with(':');  // "out.o:" or a lone ":"
+      continue;
+    }
+    fs::path path = normal(word, cwd);
+    if (seen.insert(path).second) paths.push_back(std::move(path));
+  }
+  return paths;
+}
+
+DirectCache::DirectCache(const Cache& cache, std::string base_key, std::vector<fs::path> sources)
+    : cache_(cache), base_key_(std::move(base_key)), sources_(std::move(sources)) {
+  started_ = coarse_now();
+  for (fs::path& source : sources_) {
+    source = normal(source, fs::current_path());
+    source_hashes_.push_back(content_hash(source).value_or(""));
+  }
+}
+
+std::string DirectCache::manifest_key() const {
+  return cache_key({"kiln-direct-manifest-1", base_key_});
+}
+
+std::optional<std::string> DirectCache::get() const {
+  std::optional<std::string> manifest = cache_.get(manifest_key());
+  if (!manifest) return std::nullopt;
+  std::string_view rest = *manifest;
+  while (!rest.empty()) {  // "<hash> <path>\n" per header
+    size_t end = rest.find('\n');
+    size_t space = rest.find(' ');
+    if (end == std::string_view::npos || space == std::string_view::npos || space > end) {
+      return std::nullopt;
+    }
+    std::optional<std::string> hash =
+        content_hash(fs::path(rest.substr(space + 1, end - space - 1)));
+    if (!hash || *hash != rest.substr(0, space)) return std::nullopt;
+    rest.remove_prefix(end + 1);
+  }
+  return cache_.get(cache_key({"kiln-direct-result-1", manifest_key(), *manifest}));
+}
+
+bool DirectCache::put(const std::vector<fs::path>& headers, std::string_view bytes,
+                      const std::vector<fs::path>& ignored) const {
+  for (size_t i = 0; i < sources_.size(); ++i) {
+    if (content_hash(sources_[i]).value_or("") != source_hashes_[i]) return false;
+  }
+  std::vector<fs::path> skipped;
+  for (const fs::path& dir : ignored) skipped.push_back(normal(dir, fs::current_path()));
+  std::string manifest;
+  for (const fs::path& header : headers) {
+    if (std::find(sources_.begin(), sources_.end(), header) != sources_.end()) continue;
+    if (std::any_of(skipped.begin(), skipped.end(), [&](const fs::path& dir) {
+          fs::path relative = header.lexically_relative(dir);
+          return !relative.empty() && *relative.begin() != "..";
+        })) {
+      continue;
+    }
+    if (header.string().find('\n') != std::string::npos) return false;
+    std::optional<std::string> hash = content_hash(header);  // read, then stat: see the header
+    if (!hash || changed_since(header, started_)) return false;
+    manifest += *hash + ' ' + header.string() + '\n';
+  }
+  cache_.put(cache_key({"kiln-direct-result-1", manifest_key(), manifest}), bytes);
+  cache_.put(manifest_key(), manifest);
+  return true;
+}
+
+}  // namespace kiln
