@@ -163,6 +163,28 @@ TEST(BuildCacheCli, AHeaderOfACudaKernelIsKeyed) {
   EXPECT_NE(edited.find("22222"), std::string::npos);
 }
 
+// A kernel that includes only the toolkit's headers (as TVM's do) reads nothing the toolkit's
+// identity does not already key: its NVRTC compile costs no extra nvcc -M run, and is cached.
+TEST(BuildCacheCli, AKernelOfToolkitHeadersOnlyNeedsNoHeaderScan) {
+  if (!which("nvcc") && !fs::exists("/usr/local/cuda/bin/nvcc")) {
+    GTEST_SKIP() << "needs the CUDA toolkit";
+  }
+  CacheProject project;
+  project.write("k.cu",
+                "#include <cuda_fp16.h>\n"
+                "extern \"C\" __global__ void k(__half* a) { a[0] = __hadd(a[1], a[2]); }\n");
+  json job = {{"name", "k"},     {"kind", "cuda"},  {"sources", {project.path("k.cu")}},
+              {"format", "ptx"}, {"arch", "sm_80"}, {"backend", "nvrtc"}};
+  auto [status, ptx] = project.build(job);
+  if (status.find("toolchain absent") != std::string::npos) GTEST_SKIP() << status;
+  ASSERT_EQ(status, "done");
+  json commands = json::parse(read_file(project.path("result.json")))["jobs"][0]["commands"];
+  for (const json& command : commands) {
+    EXPECT_EQ(command.get<std::string>().find(" -M "), std::string::npos) << command;
+  }
+  EXPECT_EQ(project.build(job).first.substr(0, 6), "cached");
+}
+
 // Each variable the CUDA toolchain reads that changes what it makes: a build with it after a
 // build without it is not served from the cache, and shows the variable's effect.
 TEST(BuildCacheCli, CudaEnvironmentVariablesAreNotServedStaleOutputs) {

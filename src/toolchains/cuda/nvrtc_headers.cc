@@ -7,6 +7,7 @@
 // (NVRTC resolves them against the directory of the program's name, which kiln gives none).
 #include <algorithm>
 #include <array>
+#include <regex>
 
 #include "backends.h"
 #include "kiln/direct_cache.h"
@@ -42,16 +43,42 @@ std::vector<std::string> preprocessing_options(const std::vector<std::string>& o
   return kept;
 }
 
+bool inside(const fs::path& dir, const fs::path& path) {
+  fs::path relative = path.lexically_normal().lexically_relative(dir);
+  return !relative.empty() && *relative.begin() != "..";
+}
+
+// Whether the compile may read a header outside the toolkit (whose identity is keyed): only
+// through a "..." include, a forced include, or an include directory outside it. TVM's kernels
+// include only <cuda_fp16.h> and the like, so their misses need no nvcc -M run (0.6-2 s).
+bool reads_outside(const fs::path& toolkit, std::string_view code,
+                   const std::vector<std::string>& options) {
+  static const std::regex quoted(R"re(#\s*include\s*")re");
+  if (std::regex_search(code.begin(), code.end(), quoted)) return true;
+  std::vector<std::string> kept = preprocessing_options(options);
+  for (size_t i = 0; i < kept.size(); ++i) {
+    const std::string& option = kept[i];
+    if (option.starts_with("-include") || option.starts_with("--pre-include")) return true;
+    for (std::string_view flag : {"-I", "--include-path", "-isystem", "--system-include"}) {
+      if (!option.starts_with(flag)) continue;
+      std::string dir = option.size() == flag.size() && i + 1 < kept.size()
+                            ? kept[++i]
+                            : option.substr(flag.size() + (option[flag.size()] == '=' ? 1 : 0));
+      if (!inside(toolkit, fs::absolute(dir))) return true;
+      break;
+    }
+  }
+  return false;
+}
+
 }  // namespace
 
 std::optional<std::vector<fs::path>> nvrtc_headers(std::string_view code, const std::string& source,
                                                    const std::vector<std::string>& options,
                                                    const fs::path& scratch) {
-  bool forced = std::any_of(options.begin(), options.end(), [](const std::string& option) {
-    return option.starts_with("-include") || option.starts_with("--pre-include");
-  });
-  if (code.find("include") == std::string_view::npos && !forced) return std::vector<fs::path>{};
   fs::path nvcc = find_cuda_path() / "bin" / "nvcc";
+  fs::path toolkit = nvcc.parent_path().parent_path().lexically_normal();
+  if (!reads_outside(toolkit, code, options)) return std::vector<fs::path>{};
   fs::path cwd = fs::current_path();
   // nvcc splits -Xcompiler's value on commas and hands it to the host compiler through a shell.
   if (!kiln::internal::is_file(nvcc) ||
@@ -70,11 +97,9 @@ std::optional<std::vector<fs::path>> nvrtc_headers(std::string_view code, const 
     return std::nullopt;
   }
   std::vector<fs::path> headers;
-  fs::path toolkit = nvcc.parent_path().parent_path().lexically_normal();
   for (fs::path& header : parse_depfile(kiln::internal::read_file(depfile), cwd)) {
-    fs::path inside = header.lexically_relative(toolkit);  // keyed by the toolkit's identity
-    bool in_toolkit = !inside.empty() && *inside.begin() != "..";
-    if (!in_toolkit && header != file) headers.push_back(std::move(header));
+    // The toolkit's own headers are keyed by its identity.
+    if (!inside(toolkit, header) && header != file) headers.push_back(std::move(header));
   }
   return headers;
 }
