@@ -58,14 +58,16 @@ fs::path manifest_path(const std::string& given) {
       "no manifest given, and neither examples/kiln.json nor {} exists", bundled.string()));
 }
 
-// SIGINT and SIGTERM, blocked in every thread of the build and read from a signalfd by one
-// watcher thread that turns them into a readable pipe: the build's cancel descriptor.
+// SIGINT, SIGTERM and SIGHUP (a closed terminal), blocked in every thread of the build and read
+// from a signalfd by one watcher thread that turns them into a readable pipe: the build's cancel
+// descriptor.
 class Interrupts {
  public:
   Interrupts() {
     sigemptyset(&set_);
     sigaddset(&set_, SIGINT);
     sigaddset(&set_, SIGTERM);
+    sigaddset(&set_, SIGHUP);
     if (::pipe2(cancel_, O_CLOEXEC) != 0 || ::pipe2(stop_, O_CLOEXEC) != 0) {
       throw SystemError("pipe2", errno);
     }
@@ -116,9 +118,13 @@ class Interrupts {
 // time, refreshed while it runs), else one plain line per finished job; failures in full.
 class Progress {
  public:
-  // Writes to stdout; a closed or full stdout is not the build's failure.
+  // Writes to stdout; a closed or full stdout is not the build's failure. Once the reader is
+  // gone (EPIPE: `kiln build | head -1`), printing stops and the build goes on to its end.
   static void put(const std::string& text) {
+    static std::atomic<bool> closed{false};
+    if (closed.load()) return;
     (void)std::fwrite(text.data(), 1, text.size(), stdout);
+    if (std::ferror(stdout) != 0) closed.store(true);
   }
 
   explicit Progress(bool terminal) : terminal_(terminal) {
