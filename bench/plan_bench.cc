@@ -54,8 +54,9 @@ Times measure(std::size_t jobs) {
                   }) /
                   1e6;
   if (report.summary.failed != 1 || report.summary.skipped != jobs - 1) {
-    std::fprintf(stderr, "plan_bench: %zu jobs: expected 1 failed and %zu skipped, got %zu, %zu\n",
-                 jobs, jobs - 1, report.summary.failed, report.summary.skipped);
+    (void)std::fprintf(stderr,
+                       "plan_bench: %zu jobs: expected 1 failed and %zu skipped, got %zu, %zu\n",
+                       jobs, jobs - 1, report.summary.failed, report.summary.skipped);
     std::exit(1);
   }
   return times;

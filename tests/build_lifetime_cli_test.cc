@@ -171,7 +171,8 @@ std::pair<pid_t, pid_t> start_sleeping_build(Project& project, const std::string
 TEST(BuildLifetime, HangingUpOnKilnKillsItsCompilersAndLeavesNoTemporaries) {
   Project project;
   std::string marker = fmt::format("{}", 700000 + ::getpid() % 99999);
-  auto [kiln, compiler] = start_sleeping_build(project, marker);
+  auto [kiln, started] = start_sleeping_build(project, marker);
+  pid_t compiler = started;  // a lambda cannot capture a structured binding (clang)
   ASSERT_GT(compiler, 0);
   ::kill(kiln, SIGHUP);
   EXPECT_EQ(wait_exit(kiln), 128 + SIGHUP);
@@ -185,7 +186,8 @@ TEST(BuildLifetime, HangingUpOnKilnKillsItsCompilersAndLeavesNoTemporaries) {
 TEST(BuildLifetime, KillingKilnKillsItsCompilersAndTheNextRunRemovesItsTemporaries) {
   Project project;
   std::string marker = fmt::format("{}", 600000 + ::getpid() % 99999);
-  auto [kiln, compiler] = start_sleeping_build(project, marker);
+  auto [kiln, started] = start_sleeping_build(project, marker);
+  pid_t compiler = started;  // a lambda cannot capture a structured binding (clang)
   ASSERT_GT(compiler, 0);
   ::kill(kiln, SIGKILL);
   EXPECT_EQ(wait_exit(kiln), 128 + SIGKILL);
