@@ -31,6 +31,9 @@ namespace {
     (void)::signal(signal, SIG_IGN);
   }
   (void)::prctl(PR_SET_NAME, "kiln-guard");
+  // A group of its own: `kill -KILL -<kiln's group>` (what a job-control shell or timeout(1)
+  // sends to a whole job) must leave the guard alive to do its work.
+  (void)::setpgid(0, 0);
   int null_fd = ::open("/dev/null", O_RDWR);
   for (int fd = 0; fd <= 2 && null_fd >= 0; ++fd) ::dup2(null_fd, fd);
   ::dup2(pipe_fd, 3);
