@@ -155,7 +155,12 @@ TEST(BuildCli, TheBundledExamplesBuild) {
 TEST(BuildCli, HangCrashErrorAndTwentyGoodJobs) {
   Project project;
   std::string marker = fmt::format("{}", 900000 + ::getpid() % 99999);
-  project.write("hang-cc", "#!/bin/sh\nexec sleep " + marker + "\n", true);
+  // It answers --version like gcc and hangs only when compiling: it is the compile that must be
+  // killed at the job's timeout, not the probe before it.
+  project.write(
+      "hang-cc",
+      "#!/bin/sh\ncase \"$1\" in --version) exec gcc --version;; esac\nexec sleep " + marker + "\n",
+      true);
   project.write("crash-cc", "#!/bin/sh\nkill -SEGV $$\n", true);
   json jobs = json::array();
   for (int i = 0; i < 20; ++i) {
@@ -183,6 +188,8 @@ TEST(BuildCli, HangCrashErrorAndTwentyGoodJobs) {
   const json& h = result["hang"];
   EXPECT_EQ(h["status"], "timeout") << h.dump();
   EXPECT_NE(h["log"].get<std::string>().find("timed out after"), std::string::npos) << h.dump();
+  EXPECT_NE(h["log"].get<std::string>().find("Command line: "), std::string::npos) << h.dump();
+  EXPECT_EQ(h["log"].get<std::string>().find("after 0s"), std::string::npos) << h.dump();
   EXPECT_GE(h["seconds"].get<double>(), 1.9) << "killed before its timeout";
   EXPECT_LT(h["seconds"].get<double>(), 60.0) << "not killed at its timeout";
   const json& c = result["crash"];
@@ -517,7 +524,11 @@ TEST(BuildCli, TraceAndJsonDescribeWhatRan) {
 TEST(BuildCli, CtrlCKillsEveryJobAndLeavesNoPartialOutput) {
   Project project;
   std::string marker = fmt::format("{}", 800000 + ::getpid() % 99999);
-  project.write("slow-cc", "#!/bin/sh\nexec sleep " + marker + "\n", true);
+  // Slow only when compiling: a compiler slow to answer --version is another test's subject.
+  project.write(
+      "slow-cc",
+      "#!/bin/sh\ncase \"$1\" in --version) exec gcc --version;; esac\nexec sleep " + marker + "\n",
+      true);
   json jobs = {c_job("quick", "int q(void) { return 1; }")};
   for (int i = 0; i < 4; ++i) {
     json slow = c_job(fmt::format("slow{}", i), "int s(void) { return 1; }");

@@ -29,6 +29,7 @@
 #include <filesystem>
 #include <functional>
 #include <future>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -69,6 +70,9 @@ struct WorkerOptions {
   Output output = Output::inherit;
   // With Output::file: appended to (created if missing).
   std::filesystem::path output_file{};
+  // Changes to the worker's environment (std::nullopt unsets), e.g. TMPDIR for a library that
+  // keeps files there.
+  std::map<std::string, std::optional<std::string>> env{};
 };
 
 // One worker process, started lazily (the seed's PopenWorker). Not thread-safe: one caller at a

@@ -127,6 +127,12 @@ class RunScope {
   RunScope* outer_;
 };
 
+// Makes every process group run() and the pool start from now on die with this process, however
+// it ends (SIGKILL too): a small guard process is forked that kills, when this process is gone,
+// the groups it had started and not yet reaped. For main(), while the program has one thread
+// (the kiln CLI calls it first thing). Throws SystemError when the guard cannot be started.
+void guard_children();
+
 // Runs a program to completion. Throws ToolNotFound / ToolNotExecutable when it cannot be
 // started, InvalidArgument for an empty argv or a cwd that is not a directory, SystemError when
 // the system refuses a resource (pipes, processes). Never throws for what the program does.

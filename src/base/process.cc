@@ -11,6 +11,7 @@
 
 #include <fmt/format.h>
 
+#include "internal/deadline.h"
 #include "internal/fd.h"
 #include "internal/spawn.h"
 #include "kiln/error.h"
@@ -179,7 +180,7 @@ RunResult run(const RunOptions& options) {
   if (options.argv.empty()) throw InvalidArgument("run: empty argument vector");
   auto start = Clock::now();
   std::optional<Clock::time_point> deadline;
-  if (options.timeout) deadline = start + *options.timeout;
+  if (options.timeout) deadline = internal::deadline_after<Clock>(start, *options.timeout);
   RunScope* scope = RunScope::current();
   int cancel_fd = -1;
   if (scope != nullptr) {

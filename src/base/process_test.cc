@@ -328,5 +328,15 @@ TEST(RunScope, CancelKillsTheRunningChild) {
   ::close(fds[1]);
 }
 
+// A timeout the clock cannot hold (start + milliseconds::max() overflows the nanosecond clock)
+// is no limit: the run is not "timed out after 0s".
+TEST(Process, ATimeoutBeyondTheClockIsNoLimit) {
+  for (auto timeout : {std::chrono::milliseconds::max(),
+                       std::chrono::milliseconds(std::chrono::hours(24 * 365 * 300))}) {
+    RunResult r = run({.argv = {"true"}, .timeout = timeout});
+    EXPECT_TRUE(r.ok()) << r.status_text();
+  }
+}
+
 }  // namespace
 }  // namespace kiln

@@ -22,6 +22,20 @@ namespace {
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
+// Whether process `pid` may be the kiln build that made a temporary directory: it is alive and
+// runs a program whose name starts with "kiln" (a pid the system gave to some other program since
+// is not).
+bool may_be_a_kiln(pid_t pid) {
+  if (pid <= 0) return false;
+  if (::kill(pid, 0) == -1 && errno == ESRCH) return false;
+  try {
+    return internal::read_file(fs::path("/proc") / std::to_string(pid) / "comm")
+        .starts_with("kiln");
+  } catch (const Error&) {
+    return false;  // gone since
+  }
+}
+
 // Temporary directories a kiln build that no longer runs left in `out_dir` (it was SIGKILLed).
 void remove_stale_temporaries(const fs::path& out_dir) {
   std::error_code ec;
@@ -34,7 +48,7 @@ void remove_stale_temporaries(const fs::path& out_dir) {
     } catch (const std::exception&) {
       continue;
     }
-    if (pid > 0 && ::kill(pid, 0) == -1 && errno == ESRCH) fs::remove_all(entry.path(), ec);
+    if (pid > 0 && !may_be_a_kiln(pid)) fs::remove_all(entry.path(), ec);
   }
 }
 

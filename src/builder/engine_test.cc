@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <thread>
@@ -274,6 +275,42 @@ TEST(Scheduler, EventsCountEveryJobOnce) {
   long finished = std::count_if(events.begin(), events.end(),
                                 [](const auto& e) { return e.first == Event::finished; });
   EXPECT_EQ(finished, 3);
+}
+
+// A chain of 100,000 jobs, each waiting for the one before, whose first job fails: every other
+// job is skipped (skipping walks the chain without recursion: 100,000 frames overflowed the stack).
+TEST(Scheduler, AHundredThousandJobChainWhoseFirstJobFailsSkipsTheRest) {
+  constexpr std::size_t kJobs = 100'000;
+  Manifest m;  // assembled directly: parsing 100,000 jobs is the benchmark's (plan_bench) subject
+  for (std::size_t i = 0; i < kJobs; ++i) {
+    Job job;
+    job.name = "j" + std::to_string(i);
+    if (i > 0) job.deps = {"j" + std::to_string(i - 1)};
+    m.jobs.push_back(std::move(job));
+    m.order.push_back(i);
+  }
+  ScriptedRunner runner(m);
+  runner.script("j0", {.attempt = failure(Ending::exited(1))});
+  Report report = schedule(m, {.keep_going = true}, 2, runner);
+  EXPECT_EQ(runner.ran(), std::vector<std::string>{"j0"});
+  EXPECT_EQ(report.summary.failed, 1U);
+  EXPECT_EQ(report.summary.skipped, kJobs - 1);
+  EXPECT_EQ(report.jobs[1].log, "dependency \"j0\" failed");
+  EXPECT_EQ(report.jobs[kJobs - 1].log,
+            "dependency \"j" + std::to_string(kJobs - 2) + "\" was skipped");
+}
+
+// Timeouts beyond what the clock can hold (1e10 s overflows nanoseconds; 1e300 and infinity
+// more so) are no limit, not a deadline in the past.
+TEST(Scheduler, ATimeoutTheClockCannotHoldIsNoLimit) {
+  for (double seconds : {1e10, 1e300, 1e30, std::numeric_limits<double>::infinity()}) {
+    SCOPED_TRACE(seconds);
+    Manifest m = manifest_of({"a"});
+    ScriptedRunner runner(m);
+    runner.script("a", {.busy = 20ms});
+    Report report = schedule(m, {.timeout = seconds}, 1, runner);
+    EXPECT_EQ(result_of(report, "a").status, JobStatus::done) << result_of(report, "a").log;
+  }
 }
 
 }  // namespace

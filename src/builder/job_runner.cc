@@ -3,6 +3,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "internal/files.h"
@@ -82,10 +84,22 @@ void store(const DirectCache& direct, const JobRecipe& prepared, const Workspace
 BuildRunner::BuildRunner(const Manifest& manifest, const Options& options, int threads)
     : manifest_(manifest),
       options_(options),
+      index_(index_by_name(manifest)),
       out_dir_(fs::absolute(options.out_dir)),
       cache_(options.use_cache ? Cache::open() : Cache::disabled()),
       tools_(cache_) {
-  for (int t = 0; t < threads; ++t) nvrtc_workers_.push_back(std::make_unique<pool::Worker>());
+  bool nvrtc = std::any_of(manifest.jobs.begin(), manifest.jobs.end(), [](const Job& job) {
+    return job.kind == JobKind::cuda && job.backend == cuda::Backend::nvrtc;
+  });
+  for (int t = 0; t < threads; ++t) {
+    pool::WorkerOptions worker;
+    if (nvrtc) {
+      nvrtc_temp_dirs_.emplace_back(TempDirectoryOptions{
+          .custom_path = out_dir_ / fmt::format("{}{}-nvrtc{}", kTempPrefix, ::getpid(), t)});
+      worker.env["TMPDIR"] = nvrtc_temp_dirs_.back().path().string();
+    }
+    nvrtc_workers_.push_back(std::make_unique<pool::Worker>(std::move(worker)));
+  }
   work_dirs_.resize(static_cast<size_t>(std::max(threads, 0)));
 }
 
@@ -101,7 +115,7 @@ const fs::path& BuildRunner::work_dir(int worker) {
 std::vector<fs::path> BuildRunner::inputs_of(std::size_t index) const {
   std::vector<fs::path> inputs;
   for (const Input& input : manifest_.jobs[index].inputs) {
-    inputs.push_back(input.job.empty() ? input.file : output_of(*manifest_.index_of(input.job)));
+    inputs.push_back(input.job.empty() ? input.file : output_of(index_.at(input.job)));
   }
   return inputs;
 }

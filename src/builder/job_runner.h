@@ -39,9 +39,14 @@ class BuildRunner final : public JobRunner {
 
   const Manifest& manifest_;
   const Options& options_;
+  std::unordered_map<std::string_view, std::size_t> index_;  // the jobs by name
   std::filesystem::path out_dir_;
   Cache cache_;
   ToolIdentities tools_;
+  // Each NVRTC worker's TMPDIR (its automatic precompiled headers, 5-13 MB a job, which NVRTC
+  // removes only at a normal exit, and a killed worker never has one), inside the output
+  // directory. Declared before the workers: they are killed before these are removed.
+  std::vector<TempDirectory> nvrtc_temp_dirs_;
   std::vector<std::unique_ptr<pool::Worker>> nvrtc_workers_;
   std::vector<std::optional<TempDirectory>> work_dirs_;
 };

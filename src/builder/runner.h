@@ -8,6 +8,8 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "kiln/build.h"
@@ -60,6 +62,9 @@ Verdict verdict_of(const Attempt& attempt, bool build_cancelled);
 // did not succeed are skipped naming it, without options.keep_going nothing new starts after the
 // first failure, a readable options.cancel_fd interrupts the build, never more than `threads`
 // jobs run at once. Each job's deadline is options.timeout, else its own timeout_seconds.
+// Each job's index by its name, for lookups in constant time (Manifest::index_of searches).
+std::unordered_map<std::string_view, std::size_t> index_by_name(const Manifest& manifest);
+
 Report schedule(const Manifest& manifest, const Options& options, int threads, JobRunner& runner);
 
 }  // namespace kiln::build::detail

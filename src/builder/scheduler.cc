@@ -4,12 +4,13 @@
 // nothing new starts after a failure; a cancel interrupts everything).
 #include <algorithm>
 #include <condition_variable>
-#include <deque>
 #include <mutex>
+#include <set>
 #include <thread>
 
 #include <fmt/format.h>
 
+#include "internal/deadline.h"
 #include "internal/fd.h"
 #include "kiln/error.h"
 #include "runner.h"
@@ -66,7 +67,8 @@ class Scheduler {
   std::vector<size_t> waiting_on_;
   std::vector<std::vector<size_t>> dependants_;
   std::vector<size_t> position_;
-  std::deque<size_t> ready_;
+  // Positions in manifest.order of the jobs ready to start: the first is the next to start.
+  std::set<size_t> ready_;
   size_t unfinished_ = 0;
   size_t finished_ = 0;
   bool stopped_ = false;
@@ -86,19 +88,23 @@ Scheduler::Scheduler(const Manifest& manifest, const Options& options, JobRunner
     const Job& job = manifest.jobs[i];
     results_[i].name = job.name;
     results_[i].kind = job.kind;
+  }
+  std::unordered_map<std::string_view, size_t> index = index_by_name(manifest);
+  for (size_t i = 0; i < manifest.jobs.size(); ++i) {
+    const Job& job = manifest.jobs[i];
     for (const std::string& dep : job.deps) {
-      std::optional<size_t> d = manifest.index_of(dep);
-      if (!d) {
+      auto d = index.find(dep);
+      if (d == index.end()) {
         throw InvalidArgument(
             fmt::format("job \"{}\" waits for unknown job \"{}\"", job.name, dep));
       }
-      dependants_[*d].push_back(i);
+      dependants_[d->second].push_back(i);
       ++waiting_on_[i];
     }
   }
   for (size_t p = 0; p < manifest.order.size(); ++p) position_[manifest.order[p]] = p;
-  for (size_t i : manifest.order) {
-    if (waiting_on_[i] == 0) ready_.push_back(i);
+  for (size_t p = 0; p < manifest.order.size(); ++p) {
+    if (waiting_on_[manifest.order[p]] == 0) ready_.insert(ready_.end(), p);
   }
 }
 
@@ -125,10 +131,7 @@ Report Scheduler::run(int threads) {
 RunScope::Limits Scheduler::limits_of(const Job& job) const {
   RunScope::Limits limits{.cancel_fd = options_.cancel_fd};
   double timeout = options_.timeout.value_or(job.timeout_seconds);
-  if (timeout > 0) {
-    limits.deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                                         std::chrono::duration<double>(timeout));
-  }
+  limits.deadline = internal::deadline_after_seconds<Clock>(Clock::now(), timeout);
   return limits;
 }
 
@@ -141,11 +144,8 @@ void Scheduler::serve(int worker) {
       changed_.wait_for(lock, std::chrono::milliseconds(50));
       continue;
     }
-    auto next = std::min_element(ready_.begin(), ready_.end(), [this](size_t a, size_t b) {
-      return position_[a] < position_[b];
-    });
-    size_t i = *next;
-    ready_.erase(next);
+    size_t i = manifest_.order[*ready_.begin()];
+    ready_.erase(ready_.begin());
     JobResult& result = results_[i];
     result.status = JobStatus::running;
     result.worker = worker;
@@ -176,7 +176,9 @@ void Scheduler::settle(size_t i, const Attempt& attempt) {
   if (verdict.interrupted) interrupt();
   if (succeeded(verdict.status)) {
     for (size_t d : dependants_[i]) {
-      if (--waiting_on_[d] == 0 && results_[d].status == JobStatus::pending) ready_.push_back(d);
+      if (--waiting_on_[d] == 0 && results_[d].status == JobStatus::pending) {
+        ready_.insert(position_[d]);
+      }
     }
     return;
   }
@@ -189,11 +191,19 @@ void Scheduler::settle(size_t i, const Attempt& attempt) {
   }
 }
 
+// Depth-first with a stack of its own: a chain of 100,000 jobs must not use 100,000 frames.
 void Scheduler::skip_dependants(size_t i, const std::string& why) {
-  for (size_t d : dependants_[i]) {
+  std::vector<std::pair<size_t, size_t>> stack{{i, 0}};  // (job, next dependant to look at)
+  while (!stack.empty()) {
+    auto& [job, next] = stack.back();
+    if (next == dependants_[job].size()) {
+      stack.pop_back();
+      continue;
+    }
+    size_t d = dependants_[job][next++];
     if (results_[d].status != JobStatus::pending) continue;
-    skip(d, why);
-    skip_dependants(d, fmt::format("dependency \"{}\" was skipped", results_[d].name));
+    skip(d, job == i ? why : fmt::format("dependency \"{}\" was skipped", results_[job].name));
+    stack.emplace_back(d, 0);
   }
 }
 
@@ -209,7 +219,7 @@ void Scheduler::skip(size_t i, std::string why) {
   result.status = JobStatus::skipped;
   result.log = std::move(why);
   result.start_seconds = result.end_seconds = seconds_since_start();
-  ready_.erase(std::remove(ready_.begin(), ready_.end(), i), ready_.end());
+  ready_.erase(position_[i]);
   finish(i);
 }
 
@@ -251,6 +261,14 @@ Verdict verdict_of(const Attempt& attempt, bool build_cancelled) {
     return {JobStatus::crashed, false};
   }
   return {JobStatus::failed, false};
+}
+
+std::unordered_map<std::string_view, std::size_t> index_by_name(const Manifest& manifest) {
+  std::unordered_map<std::string_view, std::size_t> index;
+  index.reserve(manifest.jobs.size());
+  // The first job of a name wins, as Manifest::index_of has it.
+  for (std::size_t i = 0; i < manifest.jobs.size(); ++i) index.emplace(manifest.jobs[i].name, i);
+  return index;
 }
 
 Report schedule(const Manifest& manifest, const Options& options, int threads, JobRunner& runner) {

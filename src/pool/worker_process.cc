@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 
 #include "frame.h"
+#include "internal/deadline.h"
 #include "internal/fd.h"
 #include "internal/spawn.h"
 #include "kiln/error.h"
@@ -92,7 +93,7 @@ void WorkerProcess::start() {
   SpawnSpec spec;
   spec.executable = std::filesystem::read_symlink("/proc/self/exe");
   spec.argv = {spec.executable.string(), kWorkerFlag, std::to_string(::getpid())};
-  spec.environment = make_environment({}, false);
+  spec.environment = make_environment(options_.env, false);
   spec.fds = {{to_worker.read.get(), kRequestFd}, {from_worker.write.get(), kResponseFd}};
   spec.fds.emplace_back(output ? output.get() : 1, 1);
   spec.fds.emplace_back(output ? output.get() : 2, 2);
@@ -166,7 +167,8 @@ void WorkerProcess::begin_oldest(Clock::time_point now) {
   if (awaited_.empty()) return;
   const Awaited& oldest = awaited_.front();
   if (oldest.kind == Awaited::Kind::ready) deadline_ = now + kStartTimeout;
-  if (oldest.kind == Awaited::Kind::call && oldest.timeout) deadline_ = now + *oldest.timeout;
+  if (oldest.kind == Awaited::Kind::call && oldest.timeout)
+    deadline_ = deadline_after<Clock>(now, *oldest.timeout);
 }
 
 std::string WorkerProcess::doing() const {
@@ -371,7 +373,8 @@ bool Worker::is_alive() {
 bool Worker::join(std::chrono::milliseconds timeout) {
   internal::Child* child = state_->process.child();
   if (child == nullptr) return true;
-  bool exited = child->wait_exit_until(internal::Clock::now() + timeout);
+  bool exited = child->wait_exit_until(
+      internal::deadline_after<internal::Clock>(internal::Clock::now(), timeout));
   if (exited) state_->process.stop();
   return exited;
 }

@@ -37,7 +37,11 @@ ToolIdentities::Identity ToolIdentities::of(const std::string& program) {
     promise.set_value(identity);
     return identity;
   } catch (...) {
+    // Those waiting now share the failure; a later job asks again (a probe cut short by one
+    // job's deadline says nothing about the next job's).
     promise.set_exception(std::current_exception());
+    std::lock_guard lock(mutex_);
+    known_.erase(program);
     throw;
   }
 }
@@ -50,6 +54,34 @@ void ToolIdentities::identify(Recipe& recipe) {
     tool.identity = std::move(identity.text);
   }
 }
+
+namespace {
+
+// The probe's own limit: a tool that hangs on --version must not use up the job's whole limit
+// and then have its compile blamed. The job's deadline (the RunScope's) still applies when sooner.
+constexpr std::chrono::seconds kProbeLimit{10};
+
+// The first line of `tool --version`; std::nullopt when the tool fails it (the file identity is
+// then enough). A probe that hangs past its limit, or is cancelled, fails the job in its own words.
+std::optional<std::string> probe_version(const fs::path& tool) {
+  RunResult r;
+  try {
+    r = run({.argv = {tool.string(), "--version"}, .timeout = kProbeLimit});
+  } catch (const Error&) {
+    return std::nullopt;
+  }
+  if (r.timed_out) {
+    throw TimeoutError(fmt::format(
+        "the probe `{}` timed out after {:.3g}s (a tool probe may take at most {}s, and no "
+        "longer than the job's timeout); the tool was not asked to compile anything",
+        r.command_line, std::chrono::duration<double>(r.duration).count(), kProbeLimit.count()));
+  }
+  if (r.cancelled) throw Cancelled(fmt::format("the probe `{}` was cancelled", r.command_line));
+  if (!r.ok()) return std::nullopt;
+  return r.output.substr(0, r.output.find('\n'));
+}
+
+}  // namespace
 
 ToolIdentities::Identity ToolIdentities::find_out(const std::string& program) {
   Identity identity{.text = program};
@@ -65,15 +97,8 @@ ToolIdentities::Identity ToolIdentities::find_out(const std::string& program) {
   std::string key = kiln::cache_key({"kiln-tool-version-1", identity.text});
   std::optional<std::string> version = ec ? std::nullopt : cache_.get(key);
   if (!version) {
-    try {
-      RunResult r =
-          run({.argv = {path->string(), "--version"}, .timeout = std::chrono::seconds(10)});
-      if (r.ok()) {
-        version = r.output.substr(0, r.output.find('\n'));
-        if (!ec) cache_.put(key, *version);
-      }
-    } catch (const Error&) {  // NOLINT(bugprone-empty-catch): the file identity is enough
-    }
+    version = probe_version(*path);
+    if (version && !ec) cache_.put(key, *version);
   }
   if (version) identity.text += " " + *version;
   return identity;

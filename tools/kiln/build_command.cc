@@ -60,14 +60,16 @@ fs::path manifest_path(const std::string& given) {
       "no manifest given, and neither examples/kiln.json nor {} exists", bundled.string()));
 }
 
-// SIGINT and SIGTERM, blocked in every thread of the build and read from a signalfd by one
-// watcher thread that turns them into a readable pipe: the build's cancel descriptor.
+// SIGINT, SIGTERM and SIGHUP (a closed terminal), blocked in every thread of the build and read
+// from a signalfd by one watcher thread that turns them into a readable pipe: the build's cancel
+// descriptor.
 class Interrupts {
  public:
   Interrupts() {
     sigemptyset(&set_);
     sigaddset(&set_, SIGINT);
     sigaddset(&set_, SIGTERM);
+    sigaddset(&set_, SIGHUP);
     if (::pipe2(cancel_, O_CLOEXEC) != 0 || ::pipe2(stop_, O_CLOEXEC) != 0) {
       throw SystemError("pipe2", errno);
     }
@@ -118,8 +120,13 @@ class Interrupts {
 // time, refreshed while it runs), else one plain line per finished job; failures in full.
 class Progress {
  public:
-  // Writes to `out`; a closed or full stream is not the build's failure.
-  void put(const std::string& text) { (void)std::fwrite(text.data(), 1, text.size(), out_); }
+  // Writes to `out`; a closed or full stream is not the build's failure. Once the reader is
+  // gone (EPIPE: `kiln build | head -1`), printing stops and the build goes on to its end.
+  void put(const std::string& text) {
+    if (closed_.load()) return;
+    (void)std::fwrite(text.data(), 1, text.size(), out_);
+    if (std::ferror(out_) != 0) closed_.store(true);
+  }
 
   // `out`: stdout, or stderr when a report goes to stdout (--json -).
   Progress(FILE* out, bool terminal) : out_(out), terminal_(terminal) {
@@ -214,6 +221,7 @@ class Progress {
   }
 
   FILE* out_;
+  std::atomic<bool> closed_{false};
   bool terminal_;
   std::mutex mutex_;
   std::condition_variable wake_;

@@ -28,7 +28,8 @@ using BuildFn = RunResult (*)(const std::filesystem::path&,
 cc::Options to_options(const CcArgs& args) {
   cc::Options options{.options = passthrough(), .cc = args.cc, .cwd = args.cwd};
   if (!args.launcher.empty()) options.launcher = Launcher::named(args.launcher);
-  if (args.timeout_seconds > 0) {
+  // Beyond what milliseconds in a long can hold (about 292,000 years), there is no limit.
+  if (args.timeout_seconds > 0 && args.timeout_seconds < 9e15) {
     options.timeout = std::chrono::milliseconds(static_cast<long>(args.timeout_seconds * 1000));
   }
   return options;

@@ -1,5 +1,7 @@
 // kiln: the command-line tool. Parses the command line with CLI11, runs one subcommand, and is
 // the only place that prints errors and chooses exit statuses (0 ok, 1 failed, 2 bad usage).
+#include <signal.h>
+
 #include <iostream>
 
 #include <CLI/CLI.hpp>
@@ -7,6 +9,7 @@
 #include "commands.h"
 #include "kiln/error.h"
 #include "kiln/pool.h"
+#include "kiln/process.h"
 #include "kiln_build_info.h"
 
 int main(int argc, char** argv) {
@@ -32,7 +35,11 @@ int main(int argc, char** argv) {
     std::cerr << "kiln: error: " << e.what() << "\n";
     return exit_status;
   };
+  // A reader that went away (`kiln build | head -1`) is not a reason to die halfway: writes to a
+  // closed stdout fail instead, and output stops (the tools kiln starts get the default back).
+  (void)::signal(SIGPIPE, SIG_IGN);
   try {
+    kiln::guard_children();  // while kiln has one thread
     cli::split_passthrough(argc, argv);
     app.parse(argc, argv);
   } catch (const CLI::Success& e) {  // --help, --help-all, --version

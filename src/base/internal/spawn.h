@@ -87,6 +87,10 @@ class Child {
   UniqueFd pidfd_;
 };
 
+// Tells the child guard (kiln::guard_children, through the pipe `fd`) of every process group
+// Child starts and reaps from now on.
+void set_guard_fd(int fd) noexcept;
+
 // Finds the program `name` would run, as an absolute path: a name with a '/' is taken as it is
 // (relative to `cwd` when given, as exec after chdir would), anything else is searched in
 // `path_variable` like execvp does (relative entries, too, against `cwd`). Throws

@@ -8,7 +8,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 #include <thread>
 
@@ -24,6 +26,17 @@ namespace kiln::internal {
 namespace {
 
 constexpr const char* kDefaultPath = "/usr/local/bin:/usr/bin:/bin";
+
+std::atomic<int> guard_fd{-1};
+
+// +pgid when a group starts, -pgid before it is reaped: 4 bytes, so each write is atomic however
+// many threads write. A guard that is gone (EPIPE) changes nothing here.
+void tell_guard(pid_t group, bool started) noexcept {
+  int fd = guard_fd.load(std::memory_order_relaxed);
+  if (fd < 0) return;
+  std::int32_t record = started ? group : -group;
+  (void)write_without_sigpipe(fd, reinterpret_cast<const char*>(&record), sizeof record);
+}
 
 // posix_spawn's attribute and file-action objects, destroyed on every path out.
 class SpawnAttributes {
@@ -145,8 +158,11 @@ Child Child::spawn(const SpawnSpec& spec) {
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
   }
   if (rc != 0) throw_spawn_error(spec, rc);
+  if (spec.new_process_group) tell_guard(pid, true);
   return Child(pid, spec.new_process_group);
 }
+
+void set_guard_fd(int fd) noexcept { guard_fd.store(fd); }
 
 Child::Child(pid_t pid, bool own_group) noexcept
     : pid_(pid), own_group_(own_group), pidfd_(open_pidfd(pid)) {}
@@ -200,6 +216,8 @@ bool Child::wait_exit_until(std::optional<Clock::time_point> deadline) {
 
 void Child::reap() {
   if (reaped_) return;
+  // Before waitpid: once reaped, the group id may be given to a stranger the guard must not kill.
+  if (own_group_) tell_guard(pid_, false);
   int status = 0;
   pid_t r = retry_eintr([&] { return ::waitpid(pid_, &status, 0); });
   if (r == -1) throw SystemError(fmt::format("waitpid({})", pid_), errno);

@@ -18,9 +18,11 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// Runs one stage; a failure carries the source and the tool's output, as the seed's does.
-void run_stage(const std::string& code, std::vector<std::string> argv) {
-  RunResult result = run({.argv = std::move(argv)});
+// Runs one stage; a failure carries the source and the tool's output, as the seed's does. nvcc
+// keeps its intermediate files in TMPDIR and removes them only when it ends normally: they go to
+// `temp`, which goes away with the compile whatever happens to nvcc.
+void run_stage(const std::string& code, std::vector<std::string> argv, const fs::path& temp) {
+  RunResult result = run({.argv = std::move(argv), .env = {{"TMPDIR", temp.string()}}});
   if (!result.ok()) {
     throw tool_failed(code, "Compilation error:\n" + result.output, result);
   }
@@ -95,7 +97,8 @@ fs::path link_with_nvlink(const std::string& code, const fs::path& object,
   run_stage(code,
             {nvlink.has_parent_path() ? nvlink.string() : "nvlink", "-arch=sm_" + digits, "-L",
              nvshmem.lib_dir.string(), "-L", (find_cuda_path() / "lib64").string(), "-l",
-             "nvshmem_device", "-l", "cudadevrt", "-o", cubin.string(), object.string()});
+             "nvshmem_device", "-l", "cudadevrt", "-o", cubin.string(), object.string()},
+            temp);
   return cubin;
 }
 
@@ -136,7 +139,7 @@ std::string compile_with_nvcc(const Request& request) {
   } else {
     cmd.push_back(source.string());
   }
-  run_stage(request.code, cmd);
+  run_stage(request.code, cmd, temp.path());
   if (request.nvshmem) {
     target = link_with_nvlink(request.code, target, *nvshmem, digits, temp.path());
   }
