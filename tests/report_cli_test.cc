@@ -188,7 +188,11 @@ TEST(ReportCli, DoctorJsonWithALibraryPathThatIsNotUtf8) {
   bool named = false;
   for (const json& f : findings) {
     std::string text = f["finding"].get<std::string>() + f["fix"].get<std::string>();
-    named = named || text.find("lib" + kReplacement + kReplacement + ".so") != std::string::npos;
+    std::string library_name = "lib";
+    library_name += kReplacement;
+    library_name += kReplacement;
+    library_name += ".so";
+    named = named || text.find(library_name) != std::string::npos;
   }
   EXPECT_TRUE(named) << r.output;
 }

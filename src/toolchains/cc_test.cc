@@ -179,7 +179,7 @@ TEST(Cc, CrossBuildWithoutTheTargetsLibcNamesThePackage) {
           {.options = {"--target=armv7-linux-gnueabihf", "-fuse-ld=lld"}, .cc = "clang"});
       FAIL() << "built for armhf without its C library";
     } catch (const ToolFailed& e) {
-      std::string output = e.output();
+      const std::string& output = e.output();
       EXPECT_NE(output.find(symptom), std::string::npos) << "the tool's own words: " << output;
       EXPECT_NE(output.find(note), std::string::npos) << output;
       EXPECT_EQ(output.find("C library for"), output.rfind("C library for")) << output;
