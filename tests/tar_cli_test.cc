@@ -40,28 +40,6 @@ void write_escaping_archive(const fs::path& path) {
   archive_write_free(writer);
 }
 
-// A gzip tar of regular members {name, contents}, in order.
-void write_members(const fs::path& path,
-                   const std::vector<std::pair<std::string, std::string>>& members) {
-  archive* writer = archive_write_new();
-  archive_write_add_filter_gzip(writer);
-  archive_write_set_format_pax_restricted(writer);
-  ASSERT_EQ(archive_write_open_filename(writer, path.c_str()), ARCHIVE_OK);
-  for (const auto& [name, data] : members) {
-    archive_entry* entry = archive_entry_new();
-    archive_entry_copy_pathname(entry, name.c_str());
-    archive_entry_set_filetype(entry, AE_IFREG);
-    archive_entry_set_perm(entry, 0644);
-    archive_entry_set_size(entry, static_cast<la_int64_t>(data.size()));
-    ASSERT_EQ(archive_write_header(writer, entry), ARCHIVE_OK);
-    ASSERT_EQ(archive_write_data(writer, data.data(), data.size()),
-              static_cast<la_ssize_t>(data.size()));
-    archive_entry_free(entry);
-  }
-  EXPECT_EQ(archive_write_close(writer), ARCHIVE_OK);
-  archive_write_free(writer);
-}
-
 class TarCli : public ::testing::Test {
  protected:
   std::string path(const std::string& name) const { return (tmp_ / name).string(); }
@@ -146,8 +124,8 @@ TEST_F(TarCli, BadUsageExitsTwo) {
 
 // A small gzip bomb: 10 MB of zeros in a ~10 KB archive, after a first small member.
 TEST_F(TarCli, AnArchivePastMaxBytesIsRefusedAndNothingIsLeft) {
-  write_members(tmp_ / "bomb.tar.gz",
-                {{"first.txt", "kept?"}, {"zeros", std::string(10 << 20, '\0')}});
+  kiln::testing::write_tar_gz(tmp_ / "bomb.tar.gz",
+                              {{"first.txt", "kept?"}, {"zeros", std::string(10 << 20, '\0')}});
   EXPECT_LT(fs::file_size(tmp_ / "bomb.tar.gz"), 100'000u);
   kiln::RunResult r = kiln_cli(
       {"tar", "extract", path("bomb.tar.gz"), "-C", path("out/deep"), "--max-bytes", "1M"});
@@ -172,8 +150,8 @@ TEST_F(TarCli, AnArchivePastMaxBytesIsRefusedAndNothingIsLeft) {
 }
 
 TEST_F(TarCli, AnArchivePastMaxMembersIsRefusedAndNothingIsLeft) {
-  write_members(tmp_ / "many.tar.gz",
-                {{"d/a", "a"}, {"d/b", "b"}, {"d/c", "c"}, {"d/e", "e"}, {"d/f", "f"}});
+  kiln::testing::write_tar_gz(
+      tmp_ / "many.tar.gz", {{"d/a", "a"}, {"d/b", "b"}, {"d/c", "c"}, {"d/e", "e"}, {"d/f", "f"}});
   kiln::RunResult r =
       kiln_cli({"tar", "extract", path("many.tar.gz"), "-C", path("out"), "--max-members", "3"});
   EXPECT_EQ(r.exit_code, 1);
@@ -183,7 +161,7 @@ TEST_F(TarCli, AnArchivePastMaxMembersIsRefusedAndNothingIsLeft) {
 }
 
 TEST_F(TarCli, MemberNamesInMessagesAreEscaped) {
-  write_members(tmp_ / "evil.tar.gz", {{"\x1b]0;owned\x07\x1b[2J/../../x", "x"}});
+  kiln::testing::write_tar_gz(tmp_ / "evil.tar.gz", {{"\x1b]0;owned\x07\x1b[2J/../../x", "x"}});
   kiln::RunResult r = kiln_cli({"tar", "extract", path("evil.tar.gz"), "-C", path("out")});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_EQ(r.error_output.find('\x1b'), std::string::npos) << "raw ESC reached the terminal";

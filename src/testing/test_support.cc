@@ -1,5 +1,9 @@
 #include "testing/test_support.h"
 
+#include <archive.h>
+#include <archive_entry.h>
+#include <gtest/gtest.h>
+
 #include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
@@ -284,6 +288,27 @@ bool wait_process_gone(pid_t pid, int timeout_ms) {
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
   return true;
+}
+
+void write_tar_gz(const std::filesystem::path& path,
+                  const std::vector<std::pair<std::string, std::string>>& members) {
+  archive* writer = archive_write_new();
+  archive_write_add_filter_gzip(writer);
+  archive_write_set_format_pax_restricted(writer);
+  ASSERT_EQ(archive_write_open_filename(writer, path.c_str()), ARCHIVE_OK);
+  for (const auto& [name, data] : members) {
+    archive_entry* entry = archive_entry_new();
+    archive_entry_copy_pathname(entry, name.c_str());
+    archive_entry_set_filetype(entry, AE_IFREG);
+    archive_entry_set_perm(entry, 0644);
+    archive_entry_set_size(entry, static_cast<la_int64_t>(data.size()));
+    ASSERT_EQ(archive_write_header(writer, entry), ARCHIVE_OK);
+    ASSERT_EQ(archive_write_data(writer, data.data(), data.size()),
+              static_cast<la_ssize_t>(data.size()));
+    archive_entry_free(entry);
+  }
+  EXPECT_EQ(archive_write_close(writer), ARCHIVE_OK);
+  archive_write_free(writer);
 }
 
 }  // namespace kiln::testing

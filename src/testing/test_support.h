@@ -9,6 +9,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace kiln::testing {
@@ -34,6 +35,11 @@ std::vector<pid_t> child_pids();
 
 // The whole content of a file ("" when it cannot be read).
 std::string read_file(const std::filesystem::path& path);
+
+// Writes a gzip-compressed tar of regular files {name, contents} (names taken as they are, so a
+// test can give hostile ones) to `path`; fails the running test when libarchive refuses.
+void write_tar_gz(const std::filesystem::path& path,
+                  const std::vector<std::pair<std::string, std::string>>& members);
 
 // How many times `needle` occurs in `haystack` (overlapping occurrences counted).
 size_t count_occurrences(const std::string& haystack, const std::string& needle);
