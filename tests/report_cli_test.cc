@@ -158,7 +158,8 @@ TEST(ReportCli, CompilerOutputThatIsNotUtf8StillGivesReportsWithReplacementChara
   for (const json& job : report["jobs"]) logs[job["name"]] = job["log"];
   EXPECT_NE(logs["latin1-cc"].find("caf" + kReplacement + " undeclared"), std::string::npos)
       << logs["latin1-cc"];
-  for (const json& event : json::parse(read_file(project.path("t.json")))["traceEvents"]) {
+  json trace = json::parse(read_file(project.path("t.json")));  // outlives the loop
+  for (const json& event : trace["traceEvents"]) {
     if (event["ph"] != "X" || event["name"] == "latin1-cc") continue;
     std::string log = event["args"]["log"];
     EXPECT_EQ(log.find(kReplacement), std::string::npos) << "cut inside a character";
