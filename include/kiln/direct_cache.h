@@ -1,8 +1,8 @@
 // Caching a compile whose headers are known only to the compiler ("direct mode", as ccache has
-// it). The key of what the caller knows (the command, the tools, the sources' content) names a
-// manifest: the headers the compiler reported, from its own dependency output, the last time it
-// ran, each with a hash of its content. A lookup re-hashes those headers; when every one still
-// matches, the result is stored under a key made of the manifest's key and those hashes.
+// it). The key of what the caller knows (the command, the tools, the sources' content) names one
+// entry: the headers the compiler reported, from its own dependency output, the last time it
+// ran, each with a hash of its content, then the result. A lookup re-hashes those headers and
+// serves the result only when every one still matches.
 //
 //   kiln::DirectCache direct(cache, base_key, {source});   // base_key covers the source's content
 //   if (auto bytes = direct.get()) return *bytes;

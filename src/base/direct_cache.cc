@@ -141,26 +141,27 @@ DirectCache::DirectCache(const Cache& cache, std::string base_key, std::vector<f
   }
 }
 
-std::string DirectCache::manifest_key() const {
-  return cache_key({"kiln-direct-manifest-1", base_key_});
-}
+std::string DirectCache::manifest_key() const { return cache_key({"kiln-direct-2", base_key_}); }
 
+// One entry per key: "<hash> <path>\n" for each header the compiler read, an empty line, then
+// the result's bytes. One file, not a manifest and a result apart: half the files to create,
+// and no manifest whose result was evicted without it.
 std::optional<std::string> DirectCache::get() const {
-  std::optional<std::string> manifest = cache_.get(manifest_key());
-  if (!manifest) return std::nullopt;
-  std::string_view rest = *manifest;
-  while (!rest.empty()) {  // "<hash> <path>\n" per header
+  std::optional<std::string> entry = cache_.get(manifest_key());
+  if (!entry) return std::nullopt;
+  std::string_view rest = *entry;
+  for (;;) {
     size_t end = rest.find('\n');
+    if (end == std::string_view::npos) return std::nullopt;
+    if (end == 0) break;  // the empty line: the result follows
     size_t space = rest.find(' ');
-    if (end == std::string_view::npos || space == std::string_view::npos || space > end) {
-      return std::nullopt;
-    }
+    if (space == std::string_view::npos || space > end) return std::nullopt;
     std::optional<std::string> hash =
         content_hash(fs::path(rest.substr(space + 1, end - space - 1)));
     if (!hash || *hash != rest.substr(0, space)) return std::nullopt;
     rest.remove_prefix(end + 1);
   }
-  return cache_.get(cache_key({"kiln-direct-result-1", manifest_key(), *manifest}));
+  return std::string(rest.substr(1));
 }
 
 bool DirectCache::put(const std::vector<fs::path>& headers, std::string_view bytes,
@@ -184,7 +185,8 @@ bool DirectCache::put(const std::vector<fs::path>& headers, std::string_view byt
     if (!hash || changed_since(header, started_)) return false;
     manifest += *hash + ' ' + header.string() + '\n';
   }
-  cache_.put(cache_key({"kiln-direct-result-1", manifest_key(), manifest}), bytes);
+  manifest += '\n';
+  manifest += bytes;
   cache_.put(manifest_key(), manifest);
   return true;
 }
