@@ -10,9 +10,7 @@
 #include <charconv>
 #include <cstring>
 #include <ctime>
-#include <fstream>
 #include <functional>
-#include <sstream>
 #include <vector>
 
 #include <fmt/format.h>

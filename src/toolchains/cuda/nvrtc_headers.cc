@@ -51,11 +51,11 @@ bool inside(const fs::path& dir, const fs::path& path) {
 // Whether the compile may read a header outside the toolkit (whose identity is keyed): only
 // through a "..." include, a forced include, or an include directory outside it. TVM's kernels
 // include only <cuda_fp16.h> and the like, so their misses need no nvcc -M run (0.6-2 s).
+// `kept`: preprocessing_options() of the compile's options.
 bool reads_outside(const fs::path& toolkit, std::string_view code,
-                   const std::vector<std::string>& options) {
+                   const std::vector<std::string>& kept) {
   static const std::regex quoted(R"re(#\s*include\s*")re");
   if (std::regex_search(code.begin(), code.end(), quoted)) return true;
-  std::vector<std::string> kept = preprocessing_options(options);
   for (size_t i = 0; i < kept.size(); ++i) {
     const std::string& option = kept[i];
     if (option.starts_with("-include") || option.starts_with("--pre-include")) return true;
@@ -78,7 +78,8 @@ std::optional<std::vector<fs::path>> nvrtc_headers(std::string_view code, const 
                                                    const fs::path& scratch) {
   fs::path nvcc = find_cuda_path() / "bin" / "nvcc";
   fs::path toolkit = nvcc.parent_path().parent_path().lexically_normal();
-  if (!reads_outside(toolkit, code, options)) return std::vector<fs::path>{};
+  std::vector<std::string> kept = preprocessing_options(options);
+  if (!reads_outside(toolkit, code, kept)) return std::vector<fs::path>{};
   fs::path cwd = fs::current_path();
   // nvcc splits -Xcompiler's value on commas and hands it to the host compiler through a shell.
   if (!kiln::internal::is_file(nvcc) ||
@@ -90,7 +91,6 @@ std::optional<std::vector<fs::path>> nvrtc_headers(std::string_view code, const 
   kiln::internal::write_file(file, source);
   std::vector<std::string> argv{nvcc.string(), "-M", "-x", "cu",
                                 "-Xcompiler=-iquote" + cwd.string()};
-  std::vector<std::string> kept = preprocessing_options(options);
   argv.insert(argv.end(), kept.begin(), kept.end());
   argv.insert(argv.end(), {file.string(), "-o", depfile.string()});
   if (!run({.argv = std::move(argv)}).ok() || !kiln::internal::is_file(depfile)) {
