@@ -48,6 +48,9 @@ struct CompileOptions {
   std::vector<std::string> options{};
   // When set, the result is also written there (the seed's path_target).
   std::filesystem::path output{};
+  // The file `code` was read from, when it was: "..." includes are looked up in its directory
+  // first (as nvcc does for a file it is given), and messages name it and its lines.
+  std::filesystem::path source_path{};
   Backend backend = Backend::nvrtc;
   // Look the result up in, and store it into, kiln's kernel cache (kiln/cache.h), keyed by the
   // source as compiled, every option, backend, format, arch, the compiler's identity and version
@@ -63,9 +66,21 @@ struct CompileOptions {
 // produces no bytes throws UnexpectedOutput("Compilation error: empty result is generated").
 std::string compile_cuda(std::string_view code, const CompileOptions& options = {});
 
+// What a compile gave besides its bytes.
+struct CompileResult {
+  std::string bytes;
+  // The compiler's messages on success: warnings, ptxas -v's resource lines. Empty when the
+  // result came from the cache.
+  std::string log{};
+  bool cached = false;  // served from kiln's kernel cache
+};
+// compile_cuda, keeping the compiler's log and saying whether the cache served it.
+CompileResult compile(std::string_view code, const CompileOptions& options = {});
+
 // Compiles somewhere other than this process (kiln build: in a pool worker, so that a crashing
 // NVRTC takes down only the worker): the code and the options (no output) in, the bytes out.
-using NvrtcCall = std::function<std::string(std::string_view code, const CompileOptions& options)>;
+using NvrtcCall =
+    std::function<CompileResult(std::string_view code, const CompileOptions& options)>;
 
 // compile_cuda as a recipe (kiln/recipe.h), for a caller that keys and caches the output itself:
 // one in-process step that compiles `code` and writes the bytes to `options.output` (which must

@@ -23,16 +23,18 @@ namespace {
 namespace fs = std::filesystem;
 
 // NVRTC runs in the library's own process: a crash or hang there must take down a pool worker,
-// never kiln. Arguments: {code, format, arch, options}; result: the compiled bytes.
+// never kiln. Arguments: {code, format, arch, options, source_path}; result: {bytes, log}.
 Value compile_cuda_task(Value args) {
   cuda::CompileOptions options;
   options.format = cuda::format_from_name(args["format"].get<std::string>());
   options.arch = args["arch"].get<std::string>();
   options.options = args["options"].get<std::vector<std::string>>();
   options.backend = cuda::Backend::nvrtc;
+  options.source_path = args["source_path"].get<std::string>();
   options.use_cache = false;  // kiln build caches the job's output itself
-  std::string bytes = cuda::compile_cuda(args["code"].get<std::string>(), options);
-  return Value::binary(std::vector<std::uint8_t>(bytes.begin(), bytes.end()));
+  cuda::CompileResult result = cuda::compile(args["code"].get<std::string>(), options);
+  return {{"bytes", Value::binary(std::vector<std::uint8_t>(result.bytes.begin(), result.bytes.end()))},
+          {"log", std::move(result.log)}};
 }
 KILN_TASK(kiln_build_cuda, compile_cuda_task);
 
@@ -158,12 +160,15 @@ Recipe Chooser::cuda_kernel() {
   cuda::NvrtcCall nvrtc;
   if (pool::Worker* worker = ws_.nvrtc_worker) {
     nvrtc = [worker](std::string_view code, const cuda::CompileOptions& o) {
-      Value bytes = worker->call("kiln_build_cuda", {{"code", std::string(code)},
-                                                     {"format", cuda::format_name(*o.format)},
-                                                     {"arch", o.arch},
-                                                     {"options", o.options}});
-      const auto& binary = bytes.get_binary();
-      return std::string(reinterpret_cast<const char*>(binary.data()), binary.size());
+      Value result = worker->call("kiln_build_cuda", {{"code", std::string(code)},
+                                                      {"format", cuda::format_name(*o.format)},
+                                                      {"arch", o.arch},
+                                                      {"options", o.options},
+                                                      {"source_path", o.source_path.string()}});
+      const auto& binary = result["bytes"].get_binary();
+      return cuda::CompileResult{
+          .bytes = std::string(reinterpret_cast<const char*>(binary.data()), binary.size()),
+          .log = result["log"].get<std::string>()};
     };
   }
   cuda::CompileOptions compile{.format = job_.format,

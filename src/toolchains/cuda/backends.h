@@ -21,6 +21,7 @@ struct Request {
   std::vector<std::string> options;
   bool nvshmem = false;
   const Cache* cache = nullptr;  // where results are looked up and stored; none: no caching
+  std::filesystem::path source_path{};  // CompileOptions::source_path
 };
 
 // A file as part of a cache key: its path, size and modification time (a reinstalled compiler
@@ -29,7 +30,7 @@ std::string file_identity(const std::filesystem::path& path);
 // Joins strings with NUL bytes, for a cache key.
 std::string joined_for_key(const std::vector<std::string>& parts);
 
-std::string compile_with_nvrtc(const Request& request);
+CompileResult compile_with_nvrtc(const Request& request);
 
 // The files outside the toolkit that an NVRTC compile of `source` (the caller's `code` as NVRTC
 // gets it) with `options` reads, from nvcc's dependency output (NVRTC has none; nvrtc_headers.cc
@@ -58,7 +59,7 @@ bool may_compile_minimal(std::string_view code);
 // Compiles `source` with `options`; a failure is ToolFailed carrying `code` and the log.
 NvrtcOutput run_nvrtc(const std::string& code, const std::string& source,
                       const std::vector<std::string>& options, bool cubin);
-std::string compile_with_nvcc(const Request& request);
+CompileResult compile_with_nvcc(const Request& request);
 
 // A non-empty environment variable of the cuda toolchain's list (kiln/toolchain_environment.h),
 // the list its cache keys are made from.

@@ -112,10 +112,15 @@ bool uses_nvshmem(std::string_view code) {
 }
 
 std::string compile_cuda(std::string_view code, const CompileOptions& options) {
+  return compile(code, options).bytes;
+}
+
+CompileResult compile(std::string_view code, const CompileOptions& options) {
   internal::Request request;
   request.code = std::string(code);
   request.arch = options.arch;
   request.options = options.options;
+  request.source_path = options.source_path;
   request.nvshmem = uses_nvshmem(code);
   Format fallback = options.backend == Backend::nvcc ? Format::ptx : Format::cubin;
   request.format = request.nvshmem ? Format::cubin : options.format.value_or(fallback);
@@ -124,11 +129,11 @@ std::string compile_cuda(std::string_view code, const CompileOptions& options) {
     cache = Cache::open();
     if (cache->enabled()) request.cache = &*cache;
   }
-  std::string bytes = options.backend == Backend::nvcc ? internal::compile_with_nvcc(request)
-                                                       : internal::compile_with_nvrtc(request);
-  if (bytes.empty()) throw UnexpectedOutput("Compilation error: empty result is generated");
-  if (!options.output.empty()) kiln::internal::write_file_atomically(options.output, bytes);
-  return bytes;
+  CompileResult result = options.backend == Backend::nvcc ? internal::compile_with_nvcc(request)
+                                                         : internal::compile_with_nvrtc(request);
+  if (result.bytes.empty()) throw UnexpectedOutput("Compilation error: empty result is generated");
+  if (!options.output.empty()) kiln::internal::write_file_atomically(options.output, result.bytes);
+  return result;
 }
 
 std::string tvm_callback_cuda_compile(std::string_view code, const std::string& arch) {

@@ -21,11 +21,14 @@ namespace fs = std::filesystem;
 // Runs one stage; a failure carries the source and the tool's output, as the seed's does. nvcc
 // keeps its intermediate files in TMPDIR and removes them only when it ends normally: they go to
 // `temp`, which goes away with the compile whatever happens to nvcc.
-void run_stage(const std::string& code, std::vector<std::string> argv, const fs::path& temp) {
+// Returns what the stage printed (warnings, ptxas -v's lines).
+std::string run_stage(const std::string& code, std::vector<std::string> argv,
+                      const fs::path& temp) {
   RunResult result = run({.argv = std::move(argv), .env = {{"TMPDIR", temp.string()}}});
   if (!result.ok()) {
     throw tool_failed(code, "Compilation error:\n" + result.output, result);
   }
+  return std::move(result.output);
 }
 
 // `nvcc --version` of this nvcc, asked once per process and file identity.
@@ -91,11 +94,11 @@ std::string nvcc_cache_key(const std::vector<std::string>& cmd, const Request& r
 // `temp`/tvm_kernels.cubin with nvlink; returns that path. A failure is ToolFailed.
 fs::path link_with_nvlink(const std::string& code, const fs::path& object,
                           const NvshmemPaths& nvshmem, const std::string& digits,
-                          const fs::path& temp) {
+                          const fs::path& temp, std::string& log) {
   fs::path cubin = temp / "tvm_kernels.cubin";
   fs::path nvlink = fs::path(nvcc_program()).parent_path() / "nvlink";
-  run_stage(code,
-            {nvlink.has_parent_path() ? nvlink.string() : "nvlink", "-arch=sm_" + digits, "-L",
+  log += run_stage(code,
+                   {nvlink.has_parent_path() ? nvlink.string() : "nvlink", "-arch=sm_" + digits, "-L",
              nvshmem.lib_dir.string(), "-L", (find_cuda_path() / "lib64").string(), "-l",
              "nvshmem_device", "-l", "cudadevrt", "-o", cubin.string(), object.string()},
             temp);
@@ -104,7 +107,7 @@ fs::path link_with_nvlink(const std::string& code, const fs::path& object,
 
 }  // namespace
 
-std::string compile_with_nvcc(const Request& request) {
+CompileResult compile_with_nvcc(const Request& request) {
   Format format = request.format;
   std::optional<std::string> dump = env("TVM_KERNEL_DUMP");
   if (dump && !request.nvshmem) format = Format::fatbin;  // the seed dumps SASS from a fatbin
@@ -129,7 +132,9 @@ std::string compile_with_nvcc(const Request& request) {
     direct.emplace(*request.cache,
                    cache_key({nvcc_cache_key(cmd, request, nvshmem), working_directory_for_key()}),
                    std::vector<fs::path>{});
-    if (std::optional<std::string> hit = direct->get()) return std::move(*hit);
+    if (std::optional<std::string> hit = direct->get()) {
+      return {.bytes = std::move(*hit), .cached = true};
+    }
     cmd.insert(cmd.end(), {"-MD", "-MF", depfile.string()});
   }
   cmd.insert(cmd.end(), {"-o", target.string()});
@@ -139,9 +144,9 @@ std::string compile_with_nvcc(const Request& request) {
   } else {
     cmd.push_back(source.string());
   }
-  run_stage(request.code, cmd, temp.path());
+  std::string log = run_stage(request.code, cmd, temp.path());
   if (request.nvshmem) {
-    target = link_with_nvlink(request.code, target, *nvshmem, digits, temp.path());
+    target = link_with_nvlink(request.code, target, *nvshmem, digits, temp.path(), log);
   }
   std::string bytes = kiln::internal::read_file(target, "the compiler wrote no");
   if (direct && kiln::internal::is_file(depfile)) {
@@ -149,7 +154,7 @@ std::string compile_with_nvcc(const Request& request) {
     direct->put(parse_depfile(kiln::internal::read_file(depfile), fs::current_path()), bytes,
                 {temp.path(), toolkit.lexically_normal(), find_cuda_path()});
   }
-  return bytes;
+  return {.bytes = std::move(bytes), .log = std::move(log)};
 }
 
 }  // namespace kiln::cuda::internal

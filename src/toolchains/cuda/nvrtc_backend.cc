@@ -235,7 +235,7 @@ bool may_compile_minimal(std::string_view code) {
   return true;
 }
 
-std::string compile_with_nvrtc(const Request& request) {
+CompileResult compile_with_nvrtc(const Request& request) {
   if (request.format == Format::fatbin) {
     throw InvalidArgument(
         "NVRTC does not support fatbin generation yet. Use target_format='cubin' or 'ptx' with "
@@ -266,8 +266,8 @@ std::string compile_with_nvrtc(const Request& request) {
       dump(*dump_dir, cubin ? "tvm_kernels.cubin" : "tvm_kernels.ptx", output.bytes);
       dump(*dump_dir, "tvm_kernels.nvrtc.log", output.log);
     }
-    if (request.nvshmem) return link_nvshmem(request, output.bytes, arch);
-    return std::move(output.bytes);
+    if (request.nvshmem) output.bytes = link_nvshmem(request, output.bytes, arch);
+    return CompileResult{.bytes = std::move(output.bytes), .log = std::move(output.log)};
   };
   if (request.cache == nullptr) return compile();
   auto [major, minor] = nvrtc_version();
@@ -281,13 +281,15 @@ std::string compile_with_nvrtc(const Request& request) {
                  file_identity(nvrtc().path), fmt::format("{}.{}", major, minor), nvshmem_lib,
                  working_directory_for_key()});
   DirectCache direct(*request.cache, key, {});  // the code is in the key; headers are not
-  if (std::optional<std::string> hit = direct.get()) return std::move(*hit);
-  std::string bytes = compile();
+  if (std::optional<std::string> hit = direct.get()) {
+    return {.bytes = std::move(*hit), .cached = true};
+  }
+  CompileResult result = compile();
   TempDirectory scratch;
   if (auto headers = nvrtc_headers(request.code, source, options, scratch.path())) {
-    direct.put(*headers, bytes, {scratch.path(), find_cuda_path()});  // the toolkit is keyed
+    direct.put(*headers, result.bytes, {scratch.path(), find_cuda_path()});  // toolkit keyed
   }
-  return bytes;
+  return result;
 }
 
 }  // namespace kiln::cuda::internal

@@ -50,7 +50,7 @@ Recipe nvrtc_recipe(std::string code, const CompileOptions& options, NvrtcCall n
                  }
                  CompileOptions call = options;
                  call.output.clear();
-                 kiln::internal::write_file_atomically(options.output, nvrtc(code, call));
+                 kiln::internal::write_file_atomically(options.output, nvrtc(code, call).bytes);
                }});
   return recipe;
 }
