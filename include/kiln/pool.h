@@ -54,8 +54,21 @@ using TaskFn = std::function<Value(Value)>;
 // true, so that it can initialize a static; KILN_TASK does that.
 bool register_task(const std::string& name, TaskFn fn);
 
-// If argv says this process is a pool worker, serves tasks and exits; otherwise returns at once.
+// If argv says this process is a pool worker, serves tasks and exits; if it says it is one of the
+// registered services, runs it and exits; otherwise returns at once.
 void serve_if_worker(int argc, char** argv);
+
+// A long-lived service this program can be re-executed as (kiln's NVRTC compile server): `fn`
+// gets the arguments after the service's name and must not return. Returns true, so that it can
+// initialize a static.
+using ServiceFn = void (*)(const std::vector<std::string>& args);
+bool register_service(const std::string& name, ServiceFn fn);
+// The command line that re-executes this program as service `name` with `args`: this program's
+// own file, when it called serve_if_worker() (which is where a service starts), else
+// $KILN_SERVICE_PROGRAM (a kiln binary, for a host that cannot re-execute itself, e.g. Python);
+// std::nullopt when neither can.
+std::optional<std::vector<std::string>> service_command(const std::string& name,
+                                                        const std::vector<std::string>& args);
 
 // Where a worker's stdout and stderr go. The protocol has descriptors of its own, so nothing a
 // task prints can corrupt it.

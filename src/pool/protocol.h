@@ -13,6 +13,8 @@ namespace kiln::internal {
 
 // argv[1] of a re-executed worker; argv[2] is the parent's pid.
 inline constexpr const char* kWorkerFlag = "--kiln-pool-worker";
+// argv[1] of a program re-executed as a service (pool.h, service_command).
+inline constexpr const char* kServiceFlag = "--kiln-service";
 inline constexpr int kRequestFd = 3;
 inline constexpr int kResponseFd = 4;
 

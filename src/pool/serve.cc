@@ -7,7 +7,9 @@
 #include <sys/prctl.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdlib>
+#include <filesystem>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -28,7 +30,11 @@ namespace {
 struct Registry {
   std::mutex mutex;
   std::map<std::string, TaskFn, std::less<>> tasks;
+  std::map<std::string, ServiceFn, std::less<>> services;
 };
+
+// Whether this program called serve_if_worker(): only then can it be re-executed as a service.
+std::atomic<bool> serves{false};
 
 Registry& registry() {
   static Registry* r = new Registry;  // NOLINT(cppcoreguidelines-owning-memory): never destroyed
@@ -144,7 +150,42 @@ bool register_task(const std::string& name, TaskFn fn) {
   return true;
 }
 
+bool register_service(const std::string& name, ServiceFn fn) {
+  Registry& r = registry();
+  std::lock_guard lock(r.mutex);
+  r.services[name] = fn;
+  return true;
+}
+
+std::optional<std::vector<std::string>> service_command(const std::string& name,
+                                                        const std::vector<std::string>& args) {
+  std::string program;
+  if (serves.load()) {
+    std::error_code ec;
+    program = std::filesystem::read_symlink("/proc/self/exe", ec).string();
+  } else if (const char* named = std::getenv("KILN_SERVICE_PROGRAM"); named && *named) {
+    program = named;
+  }
+  if (program.empty()) return std::nullopt;
+  std::vector<std::string> argv = {program, internal::kServiceFlag, name};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return argv;
+}
+
 void serve_if_worker(int argc, char** argv) {
+  serves.store(true);
+  if (argc >= 3 && std::strcmp(argv[1], internal::kServiceFlag) == 0) {
+    ServiceFn fn = nullptr;
+    {
+      Registry& r = registry();
+      std::lock_guard lock(r.mutex);
+      auto it = r.services.find(argv[2]);
+      if (it != r.services.end()) fn = it->second;
+    }
+    if (fn == nullptr) std::_Exit(2);  // a program of another build: it has no such service
+    fn(std::vector<std::string>(argv + 3, argv + argc));
+    std::_Exit(1);  // services do not return
+  }
   if (argc < 3 || std::strcmp(argv[1], internal::kWorkerFlag) != 0) return;
   pid_t parent = static_cast<pid_t>(std::atol(argv[2]));
   (void)::prctl(PR_SET_PDEATHSIG, SIGKILL);

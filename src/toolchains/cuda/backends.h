@@ -39,11 +39,16 @@ CompileResult compile_with_nvrtc(const Request& request);
 // Writes its temporaries into `scratch`.
 std::optional<std::vector<std::filesystem::path>> nvrtc_headers(
     std::string_view code, const std::string& source, const std::vector<std::string>& options,
-    const std::filesystem::path& scratch);
+    const std::filesystem::path& scratch, const std::filesystem::path& source_dir = {});
 // A cache key's part for the directory the compile runs in: relative include directories, and
 // "..." includes of NVRTC, are found from it.
 std::string working_directory_for_key();
 
+// The name NVRTC gets for the program: the user's file (absolute) when known, else the seed's
+// "tvm_kernels.cu".
+std::string program_name(const Request& request);
+// The source NVRTC compiles for `request` (nvrtc_source.h), `arch` as spelled_arch() gives it.
+struct NvrtcSource prepared_source(const Request& request, const std::string& arch);
 // The NVRTC side, in parts (the benchmark drives the seed's layout through them too).
 // The arch as NVRTC gets it: sm_ for a cubin, compute_ for PTX, from the device when empty.
 std::string spelled_arch(const Request& request);
@@ -53,12 +58,25 @@ struct NvrtcOutput {
   std::string bytes;  // the cubin, or the PTX text
   std::string log;    // NVRTC's log (ptxas -v output included)
 };
-// False when `code` mentions what NVRTC's --minimal leaves out (textures and surfaces, the
-// runtime API, device-side launch, driver types).
-bool may_compile_minimal(std::string_view code);
-// Compiles `source` with `options`; a failure is ToolFailed carrying `code` and the log.
+// What NVRTC's calls gave, before it is judged: `result` is the first failing call's result (0
+// when all succeeded), `failed_call` names it unless it was nvrtcCompileProgram.
+struct NvrtcAttempt {
+  int result = 0;
+  std::string failed_call;
+  std::string bytes;
+  std::string log;
+};
+// Compiles `source`, named `name` (NVRTC looks up "..." includes beside it), in this process.
+NvrtcAttempt attempt_nvrtc(const std::string& source, const std::string& name,
+                           const std::vector<std::string>& options, bool cubin);
+// The output of a successful attempt; otherwise ToolFailed (a compile error, carrying `code`
+// and the log) or LibraryCallFailed.
+NvrtcOutput checked(const std::string& code, const std::vector<std::string>& options,
+                    NvrtcAttempt attempt);
+// attempt_nvrtc then checked.
 NvrtcOutput run_nvrtc(const std::string& code, const std::string& source,
-                      const std::vector<std::string>& options, bool cubin);
+                      const std::vector<std::string>& options, bool cubin,
+                      const std::string& name = "tvm_kernels.cu");
 CompileResult compile_with_nvcc(const Request& request);
 
 // A non-empty environment variable of the cuda toolchain's list (kiln/toolchain_environment.h),

@@ -14,6 +14,7 @@
 #include "kiln/process.h"
 #include "kiln/temp_directory.h"
 #include "nvrtc_library.h"
+#include "nvrtc_server.h"
 #include "nvrtc_source.h"
 
 namespace kiln::cuda::internal {
@@ -83,8 +84,6 @@ std::vector<std::string> nvrtc_options(const Request& request, const std::string
   const auto& undefines = half_and_bfloat16_undefines();
   options.insert(options.end(), undefines.begin(), undefines.end());
   options.emplace_back("--use_fast_math");
-  // Automatic precompiled headers (NVRTC 12.8 and later): same result, headers parsed once.
-  if (nvrtc_version() >= std::pair{12, 8}) options.emplace_back("-pch");
   for (const std::string& flag : ptxas_flags()) options.push_back("--ptxas-options=" + flag);
   if (auto extra = env("TVM_CUDA_NVRTC_EXTRA_OPTS")) {
     for (std::string& word :
@@ -103,14 +102,14 @@ namespace {
 // Owns one NVRTC program.
 class Program {
  public:
-  Program(const NvrtcLibrary& lib, const std::string& source) : lib_(lib) {
-    int r = lib_.create_program(&program_, source.c_str(), "tvm_kernels.cu", 0, nullptr, nullptr);
-    if (r != 0) {
-      throw LibraryCallFailed("nvrtcCreateProgram", r,
-                              "Failed to create NVRTC program: " + nvrtc_error(r));
-    }
+  Program(const NvrtcLibrary& lib, const std::string& source, const std::string& name)
+      : lib_(lib) {
+    result_ = lib_.create_program(&program_, source.c_str(), name.c_str(), 0, nullptr, nullptr);
   }
-  ~Program() { lib_.destroy_program(&program_); }
+  ~Program() {
+    if (result_ == 0) lib_.destroy_program(&program_);
+  }
+  int created() const noexcept { return result_; }  // nvrtcCreateProgram's result
   Program(const Program&) = delete;
   Program& operator=(const Program&) = delete;
 
@@ -127,6 +126,7 @@ class Program {
  private:
   const NvrtcLibrary& lib_;
   NvrtcLibrary::Program program_ = nullptr;
+  int result_ = 0;
 };
 
 // Links a relocatable cubin against NVSHMEM's device library with nvJitLink: no GPU or driver.
@@ -189,50 +189,75 @@ void dump(const fs::path& dir, const std::string& name, const std::string& bytes
 
 }  // namespace
 
-NvrtcOutput run_nvrtc(const std::string& code, const std::string& source,
-                      const std::vector<std::string>& options, bool cubin) {
+NvrtcAttempt attempt_nvrtc(const std::string& source, const std::string& name,
+                          const std::vector<std::string>& options, bool cubin) {
   const NvrtcLibrary& lib = nvrtc();
-  Program program(lib, source);
+  Program program(lib, source, name);
+  NvrtcAttempt attempt;
+  if (int r = program.created(); r != 0) {
+    attempt.result = r;
+    attempt.failed_call = "nvrtcCreateProgram";
+    return attempt;
+  }
   std::vector<const char*> argv;
   argv.reserve(options.size());
   for (const std::string& option : options) argv.push_back(option.c_str());
-  int r = lib.compile_program(program.get(), static_cast<int>(argv.size()), argv.data());
-  if (r != 0) {
-    std::vector<std::string> command = {"nvrtc"};
-    command.insert(command.end(), options.begin(), options.end());
-    throw ToolFailed(code, "NVRTC compilation failed:\n" + program.log(),
-                     format_command_line(command), Ending::exited(1), nvrtc_error(r));
-  }
-  const char* what = cubin ? "CUBIN" : "PTX";
+  attempt.result = lib.compile_program(program.get(), static_cast<int>(argv.size()), argv.data());
+  attempt.log = program.log();
+  if (attempt.result != 0) return attempt;
   std::size_t size = 0;
-  r = cubin ? lib.get_cubin_size(program.get(), &size) : lib.get_ptx_size(program.get(), &size);
-  if (r != 0) {
-    throw LibraryCallFailed(cubin ? "nvrtcGetCUBINSize" : "nvrtcGetPTXSize", r,
-                            fmt::format("Failed to get {} size: {}", what, nvrtc_error(r)));
+  int r = cubin ? lib.get_cubin_size(program.get(), &size) : lib.get_ptx_size(program.get(), &size);
+  if (r == 0) {
+    attempt.bytes.assign(size, '\0');
+    r = cubin ? lib.get_cubin(program.get(), attempt.bytes.data())
+              : lib.get_ptx(program.get(), attempt.bytes.data());
+    if (r != 0) attempt.failed_call = cubin ? "nvrtcGetCUBIN" : "nvrtcGetPTX";
+  } else {
+    attempt.failed_call = cubin ? "nvrtcGetCUBINSize" : "nvrtcGetPTXSize";
   }
-  NvrtcOutput output{std::string(size, '\0'), program.log()};
-  r = cubin ? lib.get_cubin(program.get(), output.bytes.data())
-            : lib.get_ptx(program.get(), output.bytes.data());
-  if (r != 0) {
-    throw LibraryCallFailed(cubin ? "nvrtcGetCUBIN" : "nvrtcGetPTX", r,
-                            fmt::format("Failed to get {}: {}", what, nvrtc_error(r)));
-  }
-  if (!cubin && !output.bytes.empty() && output.bytes.back() == '\0') output.bytes.pop_back();
-  return output;
+  attempt.result = r;
+  if (!cubin && !attempt.bytes.empty() && attempt.bytes.back() == '\0') attempt.bytes.pop_back();
+  return attempt;
 }
 
-bool may_compile_minimal(std::string_view code) {
-  for (std::string_view feature : {"tex1", "tex2", "tex3", "texture", "surf", "<<<", "CUdevice",
-                                   "CUresult", "CUstream", "CUcontext"}) {
-    if (code.find(feature) != std::string_view::npos) return false;
+NvrtcOutput checked(const std::string& code, const std::vector<std::string>& options,
+                    NvrtcAttempt attempt) {
+  int r = attempt.result;
+  if (r != 0 && attempt.failed_call == "nvrtcCreateProgram") {
+    throw LibraryCallFailed("nvrtcCreateProgram", r,
+                            "Failed to create NVRTC program: " + nvrtc_error(r));
   }
-  for (size_t at = code.find("cuda"); at != std::string_view::npos;
-       at = code.find("cuda", at + 1)) {
-    if (at + 4 < code.size() && std::isupper(static_cast<unsigned char>(code[at + 4])) != 0) {
-      return false;  // cudaMalloc, cudaError_t, cudaTextureObject_t, ...: the runtime API
-    }
+  if (r != 0 && attempt.failed_call.empty()) {
+    std::vector<std::string> command = {"nvrtc"};
+    command.insert(command.end(), options.begin(), options.end());
+    throw ToolFailed(code, "NVRTC compilation failed:\n" + attempt.log,
+                     format_command_line(command), Ending::exited(1), nvrtc_error(r));
   }
-  return true;
+  if (r != 0) {
+    bool size = attempt.failed_call.ends_with("Size");
+    std::string what = attempt.failed_call.find("CUBIN") != std::string::npos ? "CUBIN" : "PTX";
+    throw LibraryCallFailed(attempt.failed_call, r,
+                            fmt::format("Failed to get {}{}: {}", what, size ? " size" : "",
+                                        nvrtc_error(r)));
+  }
+  return {std::move(attempt.bytes), std::move(attempt.log)};
+}
+
+NvrtcOutput run_nvrtc(const std::string& code, const std::string& source,
+                      const std::vector<std::string>& options, bool cubin,
+                      const std::string& name) {
+  return checked(code, options, attempt_nvrtc(source, name, options, cubin));
+}
+
+std::string program_name(const Request& request) {
+  if (request.source_path.empty()) return "tvm_kernels.cu";
+  return fs::absolute(request.source_path).lexically_normal().string();
+}
+
+NvrtcSource prepared_source(const Request& request, const std::string& arch) {
+  auto [major, minor] = parse_compute_version(compute_version_of_arch(arch));
+  return nvrtc_source(request.code, request.nvshmem, major * 100 + minor * 10,
+                      program_name(request));
 }
 
 CompileResult compile_with_nvrtc(const Request& request) {
@@ -242,26 +267,24 @@ CompileResult compile_with_nvrtc(const Request& request) {
         "NVRTC, or set compiler='nvcc' for fatbin compilation.");
   }
   std::string arch = spelled_arch(request);
-  std::string source = nvrtc_source(request.code, request.nvshmem);
+  std::string name = program_name(request);
+  NvrtcSource prepared = prepared_source(request, arch);
+  const std::string& source = prepared.text;
   std::vector<std::string> options = nvrtc_options(request, arch);
   std::optional<std::string> dump_dir = env("TVM_KERNEL_DUMP");
   if (dump_dir) dump(*dump_dir, "tvm_kernels.cu", source);
   bool cubin = request.format == Format::cubin;
   auto compile = [&] {
-    // --minimal leaves out what most kernels never use (textures, the runtime API, device-side
-    // launch), and saves NVRTC parsing it. A kernel that mentions them, or fails without them,
-    // is compiled as the seed would.
-    std::optional<NvrtcOutput> minimal;
-    if (may_compile_minimal(source)) {
-      std::vector<std::string> lean = options;
-      lean.emplace_back("--minimal");
-      try {
-        minimal = run_nvrtc(request.code, source, lean, cubin);
-      } catch (const ToolFailed&) {  // NOLINT(bugprone-empty-catch): retried in full below
-      }
-    }
-    NvrtcOutput output =
-        minimal ? std::move(*minimal) : run_nvrtc(request.code, source, options, cubin);
+    // Once: in kiln's compile server when there is one (its precompiled headers make the
+    // toolkit's headers nearly free), else here.
+    NvrtcJob job{.source = source,
+                 .header_prefix = prepared.header_prefix,
+                 .name = name,
+                 .options = options,
+                 .cubin = cubin};
+    std::optional<NvrtcAttempt> served = compile_in_server(job);
+    NvrtcOutput output = checked(request.code, options,
+                                 served ? std::move(*served) : attempt_nvrtc(source, name, options, cubin));
     if (dump_dir) {
       dump(*dump_dir, cubin ? "tvm_kernels.cubin" : "tvm_kernels.ptx", output.bytes);
       dump(*dump_dir, "tvm_kernels.nvrtc.log", output.log);
@@ -270,15 +293,15 @@ CompileResult compile_with_nvrtc(const Request& request) {
     return CompileResult{.bytes = std::move(output.bytes), .log = std::move(output.log)};
   };
   if (request.cache == nullptr) return compile();
-  auto [major, minor] = nvrtc_version();
+  auto [nvrtc_major, nvrtc_minor] = nvrtc_version();
   std::string nvshmem_lib;
   if (request.nvshmem) {
     nvshmem_lib = file_identity(find_nvshmem_paths().lib_dir / "libnvshmem_device.a") +
                   file_identity(nvjitlink().path);
   }
   std::string key =
-      cache_key({"nvrtc-2", format_name(request.format), arch, source, joined_for_key(options),
-                 file_identity(nvrtc().path), fmt::format("{}.{}", major, minor), nvshmem_lib,
+      cache_key({"nvrtc-3", format_name(request.format), arch, source, joined_for_key(options),
+                 file_identity(nvrtc().path), fmt::format("{}.{}", nvrtc_major, nvrtc_minor), nvshmem_lib,
                  working_directory_for_key()});
   DirectCache direct(*request.cache, key, {});  // the code is in the key; headers are not
   if (std::optional<std::string> hit = direct.get()) {
@@ -286,7 +309,8 @@ CompileResult compile_with_nvrtc(const Request& request) {
   }
   CompileResult result = compile();
   TempDirectory scratch;
-  if (auto headers = nvrtc_headers(request.code, source, options, scratch.path())) {
+  if (auto headers =
+          nvrtc_headers(request.code, source, options, scratch.path(), fs::path(name).parent_path())) {
     direct.put(*headers, result.bytes, {scratch.path(), find_cuda_path()});  // toolkit keyed
   }
   return result;

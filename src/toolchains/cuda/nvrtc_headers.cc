@@ -75,22 +75,30 @@ bool reads_outside(const fs::path& toolkit, std::string_view code,
 
 std::optional<std::vector<fs::path>> nvrtc_headers(std::string_view code, const std::string& source,
                                                    const std::vector<std::string>& options,
-                                                   const fs::path& scratch) {
+                                                   const fs::path& scratch,
+                                                   const fs::path& source_dir) {
   fs::path nvcc = find_cuda_path() / "bin" / "nvcc";
   fs::path toolkit = nvcc.parent_path().parent_path().lexically_normal();
   std::vector<std::string> kept = preprocessing_options(options);
   if (!reads_outside(toolkit, code, kept)) return std::vector<fs::path>{};
   fs::path cwd = fs::current_path();
   // nvcc splits -Xcompiler's value on commas and hands it to the host compiler through a shell.
-  if (!kiln::internal::is_file(nvcc) ||
-      cwd.string().find_first_of(", '\"\\$`") != std::string::npos) {
-    return std::nullopt;
+  for (const fs::path& dir : {cwd, source_dir}) {
+    if (dir.string().find_first_of(", '\"\\$`") != std::string::npos) return std::nullopt;
   }
+  if (!kiln::internal::is_file(nvcc)) return std::nullopt;
   fs::path file = scratch / "tvm_kernels.cu";
   fs::path depfile = scratch / "tvm_kernels.d";
-  kiln::internal::write_file(file, source);
-  std::vector<std::string> argv{nvcc.string(), "-M", "-x", "cu",
-                                "-Xcompiler=-iquote" + cwd.string()};
+  // Without the #line that names the user's file: nvcc -M would list that name as a dependency.
+  std::string scanned = source;
+  if (size_t line = scanned.find("\n#line 1 \""); line != std::string::npos) {
+    scanned.erase(line + 1, scanned.find('\n', line + 1) - line);
+  }
+  kiln::internal::write_file(file, scanned);
+  std::vector<std::string> argv{nvcc.string(), "-M", "-x", "cu"};
+  // NVRTC looks beside the program's name first (the user's file), then in the working directory.
+  if (!source_dir.empty()) argv.push_back("-Xcompiler=-iquote" + source_dir.string());
+  argv.push_back("-Xcompiler=-iquote" + cwd.string());
   argv.insert(argv.end(), kept.begin(), kept.end());
   argv.insert(argv.end(), {file.string(), "-o", depfile.string()});
   if (!run({.argv = std::move(argv)}).ok() || !kiln::internal::is_file(depfile)) {
@@ -110,6 +118,7 @@ namespace kiln::cuda {
 
 std::optional<std::vector<std::filesystem::path>> headers_read(
     std::string_view code, const CompileOptions& options, const std::filesystem::path& scratch) {
+  namespace fs = std::filesystem;
   try {
     if (options.backend == Backend::nvcc) {
       return internal::nvrtc_headers(code, std::string(code), options.options, scratch);
@@ -119,9 +128,12 @@ std::optional<std::vector<std::filesystem::path>> headers_read(
                               .arch = options.arch,
                               .options = options.options,
                               .nvshmem = uses_nvshmem(code)};
+    request.source_path = options.source_path;
     std::string arch = internal::spelled_arch(request);
-    return internal::nvrtc_headers(code, internal::nvrtc_source(code, request.nvshmem),
-                                   internal::nvrtc_options(request, arch), scratch);
+    fs::path name = internal::program_name(request);
+    return internal::nvrtc_headers(code, internal::prepared_source(request, arch).text,
+                                   internal::nvrtc_options(request, arch), scratch,
+                                   name.parent_path());
   } catch (const Error&) {  // no toolkit, no GPU to name the arch: the compile fails the same way
     return std::nullopt;
   }

@@ -89,6 +89,9 @@ std::optional<NvrtcLibrary> try_nvrtc(const std::string& name, std::string& why)
     why = "lacks " + missing + " (an NVRTC older than CUDA 11.2?)";
     return std::nullopt;
   }
+  // CUDA 12.8 and later: optional.
+  lib.set_pch_heap_size =
+      reinterpret_cast<int (*)(std::size_t)>(::dlsym(handle, "nvrtcSetPCHHeapSize"));
   lib.path = loaded_path(reinterpret_cast<void*>(lib.version), name);
   return lib;
 }

@@ -3,6 +3,10 @@
 #include <sstream>
 #include <vector>
 
+#include <fmt/format.h>
+
+#include "nvrtc_prefix.h"
+
 namespace kiln::cuda::internal {
 namespace {
 
@@ -41,10 +45,13 @@ constexpr std::string_view kMacros =
     "#define INFINITY __int_as_float(0x7f800000)\n"
     "#endif\n\n";
 
+// As TVM 0.27 declares it: the tag with cuda.h's layout and the alias, which <cuda/barrier>
+// (CUDA 13) forward-declares and re-typedefs in the same way; a `struct CUtensorMap` clashes with it.
 constexpr std::string_view kTensorMap =
-    "struct __align__(128) CUtensorMap {\n"
+    "struct alignas(64) CUtensorMap_st {\n"
     "  unsigned long long opaque[16];\n"
-    "};\n\n";
+    "};\n"
+    "typedef struct CUtensorMap_st CUtensorMap;\n\n";
 
 std::string_view trimmed(std::string_view line) {
   size_t begin = line.find_first_not_of(" \t\r");
@@ -53,35 +60,35 @@ std::string_view trimmed(std::string_view line) {
   return line.substr(begin, end - begin + 1);
 }
 
-// The kernel's lines, without `#include <cuda.h>` (host-only: NVRTC has no driver header).
-std::vector<std::string> kernel_lines(std::string_view code) {
+// The kernel's lines, `#include <cuda.h>` (host-only: NVRTC has no driver header) left out; with
+// `keep_numbers` it leaves an empty line instead, so that the kernel's line numbers stay.
+std::vector<std::string> kernel_lines(std::string_view code, bool keep_numbers) {
   std::vector<std::string> lines;
   std::istringstream in{std::string(code)};
   for (std::string line; std::getline(in, line);) {
-    if (trimmed(line) != "#include <cuda.h>") lines.push_back(std::move(line));
+    if (trimmed(line) != "#include <cuda.h>") {
+      lines.push_back(std::move(line));
+    } else if (keep_numbers) {
+      lines.emplace_back();
+    }
   }
   return lines;
 }
 
-// How many lines at the top are preprocessor lines, blank lines or // comments, ending where
-// every #if opened there is closed (so that nothing is moved into or out of a conditional).
-size_t leading_directives(const std::vector<std::string>& lines) {
-  size_t end = 0;
-  int depth = 0;
-  bool continued = false;  // the previous directive ended with a backslash
-  for (size_t i = 0; i < lines.size(); ++i) {
-    std::string_view line = trimmed(lines[i]);
-    bool directive = continued || line.starts_with("#");
-    if (!directive && !line.empty() && !line.starts_with("//")) break;
-    if (directive && !continued) {
-      std::string_view word = trimmed(line.substr(1));
-      if (word.starts_with("if")) ++depth;
-      if (word.starts_with("endif")) --depth;
+// `name` as a string literal for #line.
+std::string quoted(std::string_view name) {
+  std::string text = "\"";
+  for (char c : name) {
+    if (c == '"' || c == '\\') {
+      text += '\\';
+      text += c;
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      text += fmt::format("\\{:03o}", static_cast<unsigned char>(c));
+    } else {
+      text += c;
     }
-    continued = directive && line.ends_with("\\");
-    if (depth == 0 && !continued) end = i + 1;
   }
-  return end;
+  return text + "\"";
 }
 
 std::string joined(const std::vector<std::string>& lines, size_t begin, size_t end) {
@@ -93,7 +100,7 @@ std::string joined(const std::vector<std::string>& lines, size_t begin, size_t e
 }  // namespace
 
 std::string seed_nvrtc_source(std::string_view code, bool nvshmem) {
-  std::vector<std::string> lines = kernel_lines(code);
+  std::vector<std::string> lines = kernel_lines(code, false);
   std::string body = joined(lines, 0, lines.size());
   std::string source;
   if (nvshmem) source += kNvshmemPreamble;
@@ -104,23 +111,24 @@ std::string seed_nvrtc_source(std::string_view code, bool nvshmem) {
   return source + body;
 }
 
-std::string nvrtc_source(std::string_view code, bool nvshmem) {
-  std::vector<std::string> lines = kernel_lines(code);
-  std::string body = joined(lines, 0, lines.size());
-  size_t split = leading_directives(lines);
-  std::string source;
-  if (nvshmem) source += kNvshmemPreamble;
-  source += kIntegerInclude;
-  source += kMacros;
-  // A declaration ends the precompiled prefix, and a leading #include may need CUtensorMap:
-  // with it, the seed's order is kept.
-  if (body.find("CUtensorMap") != std::string::npos) {
-    return source + std::string(kIntegerNames) + std::string(kTensorMap) + body;
+NvrtcSource nvrtc_source(std::string_view code, bool nvshmem, int cuda_arch,
+                         std::string_view name) {
+  NvrtcSource source;
+  std::string& text = source.text;
+  text += kIntegerInclude;
+  if (nvshmem) text += "#include <cuda/std/type_traits>\n";
+  for (const std::string& header : hoistable_includes(code, cuda_arch)) {
+    text += "#include <" + header + ">\n";
   }
-  source += joined(lines, 0, split);
-  if (split > 0 && !source.ends_with('\n')) source += '\n';
-  source += kIntegerNames;
-  return source + joined(lines, split, lines.size());
+  text += kMacros;
+  source.header_prefix = text.size();
+  text += kIntegerNames;  // a declaration: what a precompiled header stands for ends here
+  if (nvshmem) text += kNvshmemPreamble.substr(kNvshmemPreamble.find("namespace std"));
+  if (code.find("CUtensorMap") != std::string_view::npos) text += kTensorMap;
+  text += "#line 1 " + quoted(name) + "\n";
+  std::vector<std::string> lines = kernel_lines(code, true);
+  text += joined(lines, 0, lines.size());
+  return source;
 }
 
 }  // namespace kiln::cuda::internal

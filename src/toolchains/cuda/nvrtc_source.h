@@ -3,6 +3,7 @@
 // CUtensorMap declaration when the kernel mentions it, std:: type traits for NVSHMEM).
 #pragma once
 
+#include <cstddef>
 #include <string>
 #include <string_view>
 
@@ -12,12 +13,18 @@ namespace kiln::cuda::internal {
 // layout is tested and benchmarked against.
 std::string seed_nvrtc_source(std::string_view code, bool nvshmem);
 
-// kiln's layout: the same declarations, but the kernel's leading block of preprocessor lines
-// (its #includes) comes right after the preamble's #include and macros, before the preamble's
-// using-declarations. The #includes then form one prefix that NVRTC's automatic precompiled
-// header (-pch) covers, so a warm compile stops re-parsing cuda_fp16.h and friends. Nothing
-// changes meaning: under NVRTC, cuda/std/cstdint already declares the fixed-width types at global
-// scope, and the macros still precede every header.
-std::string nvrtc_source(std::string_view code, bool nvshmem);
+// kiln's layout: the preamble's #include, the kernel's #includes that may move up
+// (nvrtc_prefix.h), the preamble's macros; then the declarations (using-declarations, NVSHMEM's
+// std:: traits, CUtensorMap) and the kernel after `#line 1 "<name>"`, so that NVRTC's messages
+// name the kernel's file and lines. The part before the declarations holds only the toolkit's
+// headers and macros: a precompiled header made of it is right for every kernel that starts
+// with the same text, whatever the kernel's own headers hold.
+struct NvrtcSource {
+  std::string text;
+  size_t header_prefix = 0;  // bytes of `text` before the first declaration
+};
+// `cuda_arch`: __CUDA_ARCH__ of the target (800 for sm_80), 0 when unknown.
+NvrtcSource nvrtc_source(std::string_view code, bool nvshmem, int cuda_arch,
+                         std::string_view name);
 
 }  // namespace kiln::cuda::internal

@@ -1,8 +1,11 @@
-// kiln's NVRTC source layout against the seed's: the same declarations, the kernel's leading
-// #include block moved up so that NVRTC's automatic precompiled header covers it.
+// kiln's NVRTC source layout: the toolkit headers the kernel certainly includes move up into
+// a prefix of headers and macros that a precompiled header may stand for; the kernel follows
+// whole, after #line, so that NVRTC's messages name its file and lines.
 #include "nvrtc_source.h"
 
 #include <gtest/gtest.h>
+
+#include "nvrtc_prefix.h"
 
 namespace kiln::cuda::internal {
 namespace {
@@ -13,46 +16,96 @@ size_t at(const std::string& text, const std::string& needle) {
   return position;
 }
 
-TEST(NvrtcSource, LeadingIncludesComeBeforeTheUsingDeclarations) {
-  std::string code =
-      "#include <cuda.h>\n"
-      "#include <cuda_fp16.h>\n"
-      "// a comment\n"
-      "#define SQUARE(x) \\\n"
-      "  ((x) * (x))\n"
-      "\n"
-      "extern \"C\" __global__ void k(int64_t* p) { p[0] = SQUARE(p[1]); }\n";
-  std::string kiln = nvrtc_source(code, false);
-  std::string seed = seed_nvrtc_source(code, false);
-  EXPECT_EQ(kiln.find("#include <cuda.h>"), std::string::npos) << "host-only header dropped";
-  EXPECT_EQ(seed.find("#include <cuda.h>"), std::string::npos);
-  EXPECT_LT(at(kiln, "#include <cuda/std/cstdint>"), at(kiln, "#define __asm__ asm"));
-  EXPECT_LT(at(kiln, "#define INFINITY"), at(kiln, "#include <cuda_fp16.h>"));
-  EXPECT_LT(at(kiln, "  ((x) * (x))"), at(kiln, "using cuda::std::int64_t;"));
-  EXPECT_LT(at(kiln, "using cuda::std::int64_t;"), at(kiln, "extern \"C\""));
-  EXPECT_LT(at(seed, "using cuda::std::int64_t;"), at(seed, "#include <cuda_fp16.h>"));
+// The head of a kernel as TVM 0.27 generates it.
+constexpr const char* kTvmHead =
+    "\n#ifdef __CUDACC_RTC__\n"
+    "  #include <cuda/std/cstdint>\n"
+    "  using cuda::std::uint8_t;\n"
+    "  #include <cuda/std/type_traits>\n"
+    "  namespace std {\n    using cuda::std::is_same;\n  }\n"
+    "  #ifndef __asm__\n  #define __asm__ asm\n  #endif\n"
+    "#else\n"
+    "  #include <cstdint>\n  #include <type_traits>\n  #include <cuda.h>\n"
+    "#endif\n\n"
+    "#if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ >= 530)\n"
+    "#include <cuda_fp16.h>\n"
+    "__device__ half max(half a, half b) { return a; }\n"
+    "#endif // __CUDA_ARCH__ >= 530\n"
+    "#define CUDA_UNSUPPORTED_HALF_MATH_BINARY(NAME, FP32) \\\n  static inline int NAME;\n"
+    "#include <mma.h>\n"
+    "extern \"C\" __global__ void k(half* p) { p[0] = p[1]; }\n";
+
+TEST(NvrtcSource, TvmsHeadersMoveIntoThePrefixAndTheKernelKeepsItsLines) {
+  NvrtcSource source = nvrtc_source(kTvmHead, false, 800, "/work/k.cu");
+  std::string prefix = source.text.substr(0, source.header_prefix);
+  EXPECT_EQ(hoistable_includes(kTvmHead, 800),
+            (std::vector<std::string>{"cuda/std/cstdint", "cuda/std/type_traits", "cuda_fp16.h",
+                                      "mma.h"}));
+  EXPECT_LT(at(prefix, "#include <cuda/std/type_traits>"), at(prefix, "#include <cuda_fp16.h>"));
+  EXPECT_LT(at(prefix, "#include <mma.h>"), at(prefix, "#define __asm__ asm"));
+  EXPECT_EQ(prefix.find("using"), std::string::npos) << "a declaration would end the PCH";
+  EXPECT_EQ(prefix.find("<cuda.h>"), std::string::npos);
+  std::string rest = source.text.substr(source.header_prefix);
+  EXPECT_LT(at(rest, "using cuda::std::int64_t;"), at(rest, "#line 1 \"/work/k.cu\"\n"));
+  std::string body = rest.substr(rest.find("#line 1 \"/work/k.cu\"\n") + 21);
+  EXPECT_EQ(body.substr(0, 22), "\n#ifdef __CUDACC_RTC__") << "the kernel, whole, from line 1";
+  EXPECT_EQ(body.find("#include <cuda.h>"), std::string::npos) << "host-only header dropped";
+  EXPECT_NE(body.find("#else\n  #include <cstdint>\n  #include <type_traits>\n\n#endif\n"),
+            std::string::npos)
+      << "its line left empty, so that later lines keep their numbers:\n"
+      << body;
 }
 
-TEST(NvrtcSource, NothingMovesIntoOrOutOfAConditional) {
-  std::string code =
-      "#include <cuda_fp16.h>\n"
-      "#ifdef KILN_WIDE\n"
-      "#include <cuda_bf16.h>\n"
-      "typedef __nv_bfloat16 T;\n"
-      "#endif\n"
-      "__global__ void k() {}\n";
-  std::string kiln = nvrtc_source(code, false);
-  EXPECT_LT(at(kiln, "using cuda::std::int64_t;"), at(kiln, "#ifdef KILN_WIDE"))
-      << "the block stops before the #if whose body declares something";
-  EXPECT_GT(at(kiln, "using cuda::std::int64_t;"), at(kiln, "#include <cuda_fp16.h>"));
+TEST(NvrtcSource, OnlyCertainlyCompiledIncludesOfSelfContainedHeadersMove) {
+  // Under an #if NVRTC does not decide, in a branch NVRTC skips, after a configuration macro or
+  // another header, or inside braces: the header stays where it is.
+  EXPECT_TRUE(hoistable_includes("#ifdef KILN_WIDE\n#include <cuda_bf16.h>\n#endif\n", 800).empty());
+  EXPECT_TRUE(hoistable_includes("#ifndef __CUDACC_RTC__\n#include <cuda_bf16.h>\n#endif\n", 800)
+                  .empty());
+  EXPECT_TRUE(
+      hoistable_includes("#define __CUDA_NO_HALF_OPERATORS__\n#include <cuda_fp16.h>\n", 800)
+          .empty());
+  EXPECT_TRUE(hoistable_includes("#include \"mine.h\"\n#include <cuda_fp16.h>\n", 800).empty());
+  EXPECT_TRUE(hoistable_includes("namespace a {\n#include <cuda_fp16.h>\n}\n", 800).empty());
+  EXPECT_TRUE(hoistable_includes("#include <stdio.h>\n#include <cuda_fp16.h>\n", 800).empty());
+  EXPECT_TRUE(
+      hoistable_includes("#if __CUDA_ARCH__ >= 900\n#include <cuda_fp8.h>\n#endif\n", 800).empty());
+  EXPECT_EQ(hoistable_includes("#if __CUDA_ARCH__ >= 900\n#include <cuda_fp8.h>\n#endif\n", 900),
+            std::vector<std::string>{"cuda_fp8.h"});
+  EXPECT_EQ(hoistable_includes("/* { */ // {\nconst char* s = \"{\";\n#include <mma.h>\n", 800),
+            std::vector<std::string>{"mma.h"});
 }
 
-TEST(NvrtcSource, TensorMapKeepsTheSeedsOrderAndNvshmemGetsItsTraits) {
-  std::string code = "#include <cuda/barrier>\n__global__ void k(CUtensorMap m) {}\n";
-  std::string kiln = nvrtc_source(code, true);
-  EXPECT_LT(at(kiln, "using cuda::std::is_integral;"), at(kiln, "#include <cuda/std/cstdint>"));
-  EXPECT_LT(at(kiln, "struct __align__(128) CUtensorMap"), at(kiln, "#include <cuda/barrier>"));
-  EXPECT_EQ(nvrtc_source("__global__ void k() {}\n", false).find("CUtensorMap"), std::string::npos);
+TEST(NvrtcSource, ConditionsAreDecidedOnlyByWhatNvrtcDefines) {
+  EXPECT_EQ(nvrtc_condition("defined(__CUDA_ARCH__) && (__CUDA_ARCH__ >= 530)", 800), 1);
+  EXPECT_EQ(nvrtc_condition("defined(__CUDA_ARCH__) && (__CUDA_ARCH__ >= 530)", 0), -1);
+  EXPECT_EQ(nvrtc_condition("!defined(__CUDACC_RTC__)", 800), 0);
+  EXPECT_EQ(nvrtc_condition("__CUDA_ARCH__ < 700 || defined(FOO)", 800), -1);
+  EXPECT_EQ(nvrtc_condition("__CUDA_ARCH__ >= 700 || defined(FOO)", 800), 1);
+  EXPECT_EQ(nvrtc_condition("__CUDA_ARCH__ < 700 && defined(FOO)", 800), 0);
+  EXPECT_EQ(nvrtc_condition("(__CUDACC_VER_MAJOR__ < 12)", 800), -1);
+  EXPECT_EQ(nvrtc_condition("__CUDA_ARCH__ >= 530 /* a comment */", 800), -1);
+  EXPECT_EQ(nvrtc_condition("__CUDA_ARCH__ >=", 800), -1);
+}
+
+TEST(NvrtcSource, TensorMapIsTvmsTagAndTypedefAndNvshmemGetsItsTraits) {
+  NvrtcSource source =
+      nvrtc_source("#include <cuda/barrier>\n__global__ void k(CUtensorMap m) {}\n", true, 900,
+                   "tvm_kernels.cu");
+  std::string prefix = source.text.substr(0, source.header_prefix);
+  EXPECT_LT(at(prefix, "#include <cuda/std/type_traits>"), at(prefix, "#include <cuda/barrier>"));
+  EXPECT_LT(at(source.text, "using cuda::std::is_integral;"),
+            at(source.text, "struct alignas(64) CUtensorMap_st"));
+  EXPECT_LT(at(source.text, "typedef struct CUtensorMap_st CUtensorMap;"),
+            at(source.text, "#line 1 \"tvm_kernels.cu\""));
+  EXPECT_EQ(nvrtc_source("__global__ void k() {}\n", false, 800, "k.cu").text.find("CUtensorMap"),
+            std::string::npos);
+}
+
+TEST(NvrtcSource, LineNamesAreQuoted) {
+  NvrtcSource source = nvrtc_source("__global__ void k() {}\n", false, 800, "/a \"b\"\\c\n.cu");
+  EXPECT_NE(source.text.find("#line 1 \"/a \\\"b\\\"\\\\c\\012.cu\"\n"), std::string::npos)
+      << source.text;
 }
 
 }  // namespace

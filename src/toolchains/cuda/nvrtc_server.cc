@@ -1,0 +1,303 @@
+// serve_nvrtc(): the server side of kiln's NVRTC compile server (nvrtc_server.h).
+//
+// One thread, so that fork() is safe: a poll loop accepts connections and forks a child for
+// each; the child reads the request, compiles, answers on the connection and exits. The parent
+// watches each connection for the client going away (its deadline passed, it was killed) and
+// then kills the child, and answers for a child that died before it could.
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <csignal>
+#include <cstring>
+#include <map>
+#include <thread>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "internal/fd.h"
+#include "internal/files.h"
+#include "kiln/cache.h"
+#include "kiln/ending.h"
+#include "kiln/error.h"
+#include "nvrtc_library.h"
+#include "nvrtc_server.h"
+
+namespace kiln::cuda::internal {
+namespace {
+
+namespace fs = std::filesystem;
+using kiln::internal::UniqueFd;
+using Clock = std::chrono::steady_clock;
+
+constexpr size_t kMaxPchFiles = 8;
+constexpr auto kTick = std::chrono::milliseconds(200);
+volatile std::sig_atomic_t stopping = 0;
+
+void stop(int /*signal*/) { stopping = 1; }
+
+// One compile in flight: the child's pid, the connection, and the pipe on which the child says
+// it has started answering.
+struct Active {
+  UniqueFd connection;
+  UniqueFd answering;
+};
+
+std::string cbor_of(const nlohmann::json& value) {
+  std::vector<std::uint8_t> bytes = nlohmann::json::to_cbor(value);
+  return {bytes.begin(), bytes.end()};
+}
+
+// NVRTC's notes about the precompiled header are kiln's business, not the user's.
+std::string without_pch_notes(const std::string& log) {
+  std::string kept;
+  bool warnings = false;
+  size_t begin = 0;
+  while (begin < log.size()) {
+    size_t end = log.find('\n', begin);
+    end = end == std::string::npos ? log.size() : end + 1;
+    std::string_view line(log.data() + begin, end - begin);
+    if (line.find("precompiled header") == std::string_view::npos) {
+      kept += line;
+      warnings = warnings || line.find("warning") != std::string_view::npos;
+    }
+    begin = end;
+  }
+  if (!warnings) {  // the remark on suppressing warnings was about the PCH note alone
+    size_t remark = kept.find("Remark: The warnings can be suppressed");
+    if (remark != std::string::npos) {
+      size_t end = kept.find('\n', remark);
+      kept.erase(remark, end == std::string::npos ? std::string::npos : end - remark + 1);
+    }
+  }
+  size_t last = kept.find_last_not_of("\n ");
+  return last == std::string::npos ? std::string() : kept.substr(0, last + 1) + "\n";
+}
+
+// Keeps at most kMaxPchFiles precompiled headers (60 MB and more each): the oldest go.
+void evict_pch(const fs::path& dir) {
+  std::vector<std::pair<fs::file_time_type, fs::path>> files;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    if (entry.path().extension() == ".pch") {
+      files.emplace_back(entry.last_write_time(ec), entry.path());
+    }
+  }
+  if (files.size() < kMaxPchFiles) return;
+  std::sort(files.begin(), files.end());
+  for (size_t i = 0; i + kMaxPchFiles <= files.size(); ++i) fs::remove(files[i].second, ec);
+}
+
+// The child's whole work: read the request, compile (with the PCH of the header prefix when
+// there is one, making it when not), answer.
+[[noreturn]] void compile_one(int connection, int answering, const fs::path& pch_dir) {
+  FrameRead read = read_frame(connection, Clock::now() + std::chrono::seconds(30));
+  if (!read.cbor) ::_exit(1);
+  nlohmann::json request = nlohmann::json::from_cbor(*read.cbor);
+  nlohmann::json answer;
+  if (::chdir(request["cwd"].get<std::string>().c_str()) != 0) {
+    answer["refused"] = "cannot enter " + request["cwd"].get<std::string>();
+  } else {
+    std::string source = request["source"].get<std::string>();
+    auto options = request["options"].get<std::vector<std::string>>();
+    size_t prefix = request["header_prefix"].get<size_t>();
+    fs::path pch;
+    fs::path made;
+    // A forced include (-include, --pre-include) comes before the prefix and would be in the
+    // PCH: a header of the user's, whose changes the PCH's key would not see.
+    bool forced = std::any_of(options.begin(), options.end(), [](const std::string& option) {
+      return option.starts_with("-include") || option.starts_with("--pre-include");
+    });
+    if (!forced && prefix > 0 && prefix <= source.size() && nvrtc_version() >= std::pair{12, 8}) {
+      std::string key = cache_key({"pch", std::string_view(source).substr(0, prefix),
+                                   joined_for_key(options)});
+      pch = pch_dir / (key + ".pch");
+      bool exists = kiln::internal::is_file(pch);
+      made = pch_dir / fmt::format("{}.{}.tmp", key, ::getpid());
+      options.push_back(exists ? "--use-pch=" + pch.string() : "--create-pch=" + made.string());
+      options.emplace_back("--pch-messages=false");
+      if (!exists) evict_pch(pch_dir);
+    }
+    NvrtcAttempt attempt = attempt_nvrtc(source, request["name"].get<std::string>(), options,
+                                         request["cubin"].get<bool>());
+    std::error_code ec;
+    if (!made.empty() && kiln::internal::is_file(made)) fs::rename(made, pch, ec);
+    answer = {{"result", attempt.result},
+              {"failed_call", attempt.failed_call},
+              {"bytes", nlohmann::json::binary(std::vector<std::uint8_t>(attempt.bytes.begin(),
+                                                                         attempt.bytes.end()))},
+              {"log", without_pch_notes(attempt.log)}};
+  }
+  char started = 'W';
+  (void)!::write(answering, &started, 1);
+  ::_exit(write_frame(connection, cbor_of(answer)) ? 0 : 1);
+}
+
+// The parent's side of a child that ended: when it died before it started answering, the
+// client hears how.
+void reap(pid_t pid, int status, std::map<pid_t, Active>& active) {
+  auto it = active.find(pid);
+  if (it == active.end()) return;
+  char started = 0;
+  bool answered = ::read(it->second.answering.get(), &started, 1) == 1;
+  if (!answered) {
+    Ending ending = WIFSIGNALED(status) ? Ending::signaled(WTERMSIG(status))
+                                        : Ending::exited(WEXITSTATUS(status));
+    (void)write_frame(it->second.connection.get(), cbor_of({{"died", ending.text()}}));
+  }
+  active.erase(it);
+}
+
+class Server {
+ public:
+  Server(fs::path socket, fs::path private_dir, UniqueFd listener)
+      : socket_(std::move(socket)), dir_(std::move(private_dir)), listener_(std::move(listener)) {
+    struct stat st {};
+    if (::stat(socket_.c_str(), &st) == 0) inode_ = st.st_ino;
+  }
+
+  void run() {
+    auto idle = std::chrono::seconds(idle_seconds());
+    Clock::time_point last = Clock::now();
+    while (stopping == 0 && still_ours()) {
+      std::vector<pollfd> fds = {{listener_.get(), POLLIN, 0}};
+      std::vector<pid_t> pids;
+      for (const auto& [pid, a] : active_) {
+        fds.push_back({a.connection.get(), POLLRDHUP, 0});
+        pids.push_back(pid);
+      }
+      if (active_.size() >= max_children()) fds[0].events = 0;  // the backlog waits
+      int n = ::poll(fds.data(), fds.size(), static_cast<int>(kTick.count()));
+      for (size_t i = 1; n > 0 && i < fds.size(); ++i) {
+        if ((fds[i].revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0) ::kill(pids[i - 1], SIGKILL);
+      }
+      if (n > 0 && (fds[0].revents & POLLIN) != 0) accept_one();
+      int status = 0;
+      for (pid_t pid; (pid = ::waitpid(-1, &status, WNOHANG)) > 0;) reap(pid, status, active_);
+      if (!active_.empty() || n > 0) last = Clock::now();
+      if (Clock::now() - last > idle) break;
+    }
+    shut_down();
+  }
+
+ private:
+  static long idle_seconds() {
+    const char* value = std::getenv("KILN_SERVER_IDLE");
+    long seconds = value != nullptr ? std::strtol(value, nullptr, 10) : 600;
+    return seconds > 0 ? seconds : 600;
+  }
+  static size_t max_children() {
+    return std::max<size_t>(2, std::thread::hardware_concurrency());
+  }
+  // The socket on the path is still the one this server bound: removing it (or the cache
+  // directory) ends the server.
+  bool still_ours() const {
+    struct stat st {};
+    return ::stat(socket_.c_str(), &st) == 0 && st.st_ino == inode_;
+  }
+
+  void accept_one() {
+    UniqueFd connection(::accept4(listener_.get(), nullptr, nullptr, SOCK_CLOEXEC));
+    if (!connection) return;
+    int pipe_fds[2];
+    if (::pipe2(pipe_fds, O_CLOEXEC | O_NONBLOCK) != 0) return;
+    UniqueFd read_end(pipe_fds[0]);
+    UniqueFd write_end(pipe_fds[1]);
+    pid_t pid = ::fork();
+    if (pid == 0) {
+      ::signal(SIGTERM, SIG_DFL);
+      listener_.reset();
+      for (auto& [other, a] : active_) {
+        a.connection.reset();
+        a.answering.reset();
+      }
+      compile_one(connection.get(), write_end.get(), dir_);
+    }
+    if (pid > 0) active_[pid] = Active{std::move(connection), std::move(read_end)};
+  }
+
+  void shut_down() {
+    for (const auto& [pid, a] : active_) ::kill(pid, SIGKILL);
+    for (const auto& [pid, a] : active_) ::waitpid(pid, nullptr, 0);
+    active_.clear();
+    if (still_ours()) ::unlink(socket_.c_str());
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+  }
+
+  fs::path socket_;
+  fs::path dir_;
+  UniqueFd listener_;
+  ino_t inode_ = 0;
+  std::map<pid_t, Active> active_;
+};
+
+// Binds and listens on `socket` (mode 0600 through the umask); invalid on failure.
+UniqueFd listen_on(const fs::path& socket) {
+  UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::strncpy(addr.sun_path, socket.c_str(), sizeof(addr.sun_path) - 1);
+  ::unlink(socket.c_str());  // left by a server that was killed: the caller holds the start lock
+  if (!fd || ::bind(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
+      ::listen(fd.get(), 64) != 0) {
+    return {};
+  }
+  return fd;
+}
+
+// The daemon: a session of its own, NVRTC loaded with its PCH heap in place, the socket bound;
+// then `ready` hears one byte and the starter exits.
+[[noreturn]] void daemon(const fs::path& socket, const fs::path& dir, int ready) {
+  ::setsid();
+  ::umask(077);
+  std::error_code ec;
+  fs::remove_all(dir, ec);
+  fs::create_directory(dir, ec);
+  ::setenv("TMPDIR", dir.c_str(), 1);  // whatever NVRTC keeps in temporary files stays here
+  try {
+    const NvrtcLibrary& lib = nvrtc();
+    // Allocated before any fork, so that every child has it at the same address.
+    if (lib.set_pch_heap_size != nullptr) lib.set_pch_heap_size(std::size_t{1} << 30);
+  } catch (const Error&) {
+    ::_exit(1);
+  }
+  UniqueFd listener = listen_on(socket);
+  if (!listener) ::_exit(1);
+  int null_fd = ::open("/dev/null", O_RDWR | O_CLOEXEC);
+  for (int fd = 0; fd <= 2 && null_fd >= 0; ++fd) ::dup2(null_fd, fd);
+  char byte = 'R';
+  (void)!::write(ready, &byte, 1);
+  ::close(ready);
+  struct sigaction action {};
+  action.sa_handler = stop;
+  for (int signal : {SIGTERM, SIGINT, SIGHUP}) ::sigaction(signal, &action, nullptr);
+  ::signal(SIGPIPE, SIG_IGN);
+  Server(socket, dir, std::move(listener)).run();
+  ::_exit(0);
+}
+
+}  // namespace
+
+void serve_nvrtc(const std::vector<std::string>& args) {
+  if (args.size() != 2) ::_exit(2);
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0) ::_exit(1);
+  pid_t pid = ::fork();
+  if (pid < 0) ::_exit(1);
+  if (pid == 0) {
+    ::close(fds[0]);
+    daemon(args[0], args[1], fds[1]);
+  }
+  ::close(fds[1]);
+  char byte = 0;
+  ::_exit(::read(fds[0], &byte, 1) == 1 ? 0 : 1);  // the daemon is listening, or gave up
+}
+
+}  // namespace kiln::cuda::internal
