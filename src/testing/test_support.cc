@@ -26,6 +26,7 @@
 #include "kiln/error.h"
 #include "kiln/file_lock.h"
 #include "kiln/pool.h"
+#include "kiln/process.h"
 #include "kiln/temp_directory.h"
 
 extern char** environ;  // NOLINT(readability-redundant-declaration)
@@ -197,8 +198,14 @@ int run_child_mode(int argc, char** argv) {
     std::printf("%s\n", got.c_str());
     return 0;
   }
-  if (mode == "cuda-compile") {  // CODE ARCH: compile_cuda (cache as the environment says)
+  if (mode == "cuda-compile") {  // CODE ARCH [SECONDS]: compile_cuda (cache as the environment
+                                 // says), within a RunScope of SECONDS when given
     try {
+      std::optional<RunScope> scope;
+      if (a.size() > 2) {
+        scope.emplace(RunScope::Limits{.deadline = std::chrono::steady_clock::now() +
+                                                   std::chrono::seconds(std::atoi(arg(2).c_str()))});
+      }
       std::string bytes = cuda::compile_cuda(arg(0), {.arch = arg(1)});
       std::printf("%s\n", cache_key({bytes}).c_str());  // a digest of what it got
       return 0;

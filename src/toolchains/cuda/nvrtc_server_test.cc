@@ -1,0 +1,184 @@
+// kiln's NVRTC compile server (nvrtc_server.h), driven as users drive it: each compile is a
+// fresh process (this binary as a child) with its cache directory in a test directory. The
+// NVRTC it loads is the stand-in (src/testing/nvrtc_standin.c): the real NVRTC, which also
+// counts compiles, and crashes or hangs while a file of the test's exists.
+#include <gtest/gtest.h>
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <thread>
+
+#include "kiln/cuda.h"
+#include "kiln/error.h"
+#include "kiln/process.h"
+#include "kiln/temp_directory.h"
+#include "testing/test_support.h"
+#include "toolchains/cuda/nvrtc_library.h"
+
+namespace kiln::cuda {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr const char* kHalfKernel =
+    "#include <cuda_fp16.h>\n"
+    "extern \"C\" __global__ void add(half* a, half* b) { a[threadIdx.x] += b[threadIdx.x]; }\n";
+constexpr const char* kOtherHalfKernel =
+    "#include <cuda_fp16.h>\n"
+    "extern \"C\" __global__ void mul(half* a) { a[threadIdx.x] *= a[threadIdx.x + 1]; }\n";
+constexpr const char* kBrokenKernel =
+    "extern \"C\" __global__ void broken(int* a) { a[0] = undeclared; }\n";
+
+class NvrtcServer : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    try {
+      real_ = internal::nvrtc().path;
+    } catch (const Error& e) {
+      GTEST_SKIP() << "needs NVRTC: " << e.what();
+    }
+    if (nvrtc_version() < std::pair{12, 8}) GTEST_SKIP() << "precompiled headers need NVRTC 12.8";
+  }
+
+  // Compiles `code` for sm_80 in a fresh process; `seconds`: a deadline for it.
+  RunResult compile(const std::string& code,
+                    std::map<std::string, std::optional<std::string>> env = {},
+                    const std::string& seconds = {}) {
+    std::vector<std::string> args = {code, "sm_80"};
+    if (!seconds.empty()) args.push_back(seconds);
+    env.insert({{"KILN_CACHE_DIR", (dir_.path() / "cache").string()},
+                {"KILN_NO_CACHE", "1"},
+                {"KILN_NVRTC", KILN_TEST_NVRTC_STANDIN},
+                {"KILN_REAL_NVRTC", real_},
+                {"KILN_NVRTC_CALLS", calls().string()},
+                {"KILN_NVRTC_CRASH", (dir_.path() / "crash").string()},
+                {"KILN_NVRTC_HANG", (dir_.path() / "hang").string()},
+                {"KILN_SERVER_IDLE", "60"}});
+    return run({.argv = testing::child_argv("cuda-compile", args), .env = env});
+  }
+  fs::path calls() const { return dir_.path() / "calls"; }
+  size_t compiles() const {
+    return testing::count_occurrences(testing::read_file(calls()), "compile\n");
+  }
+  void touch(const std::string& name) { std::ofstream(dir_.path() / name).put('1'); }
+  void remove(const std::string& name) { fs::remove(dir_.path() / name); }
+  fs::path servers_dir() const { return dir_.path() / "cache" / "servers"; }
+
+  // The servers of this test's cache directory, from /proc.
+  std::vector<pid_t> servers() const {
+    std::vector<pid_t> found;
+    std::error_code ec;
+    for (const auto& entry : fs::directory_iterator("/proc", ec)) {
+      std::string cmdline = testing::read_file(entry.path() / "cmdline");
+      if (cmdline.find(std::string("--kiln-service\0nvrtc\0", 21) + servers_dir().string()) !=
+          std::string::npos) {
+        found.push_back(std::stoi(entry.path().filename().string()));
+      }
+    }
+    return found;
+  }
+  // The processes whose parent is `pid`.
+  static std::vector<pid_t> children_of(pid_t pid) {
+    std::vector<pid_t> found;
+    std::error_code ec;
+    for (const auto& entry : fs::directory_iterator("/proc", ec)) {
+      std::string stat = testing::read_file(entry.path() / "stat");
+      size_t close = stat.rfind(')');
+      if (close == std::string::npos) continue;
+      std::istringstream fields(stat.substr(close + 2));
+      std::string state;
+      pid_t parent = 0;
+      fields >> state >> parent;
+      if (parent == pid && state != "Z") found.push_back(std::stoi(entry.path().filename()));
+    }
+    return found;
+  }
+
+  TempDirectory dir_;  // removing it removes the socket: the server notices and ends
+  std::string real_;
+};
+
+TEST_F(NvrtcServer, ServesTheSameBytesAsACompileInTheCallersProcess) {
+  for (const char* code : {kHalfKernel, kOtherHalfKernel, kHalfKernel}) {
+    RunResult served = compile(code);
+    RunResult here = compile(code, {{"KILN_NO_SERVER", "1"}});
+    ASSERT_EQ(served.exit_code, 0) << served.output;
+    ASSERT_EQ(here.exit_code, 0) << here.output;
+    EXPECT_EQ(served.output, here.output) << "the cubins' digests differ";
+  }
+  std::vector<pid_t> running = servers();
+  ASSERT_EQ(running.size(), 1u) << "one server for all the compiles";
+  size_t pch = 0;
+  for (const auto& entry : fs::recursive_directory_iterator(servers_dir())) {
+    pch += entry.path().extension() == ".pch" ? 1 : 0;
+  }
+  EXPECT_EQ(pch, 1u) << "both kernels start with cuda_fp16.h: one precompiled header";
+}
+
+TEST_F(NvrtcServer, AFailingCompileRunsTheCompilerOnce) {
+  for (bool server : {true, false}) {
+    fs::remove(calls());
+    RunResult result =
+        compile(kBrokenKernel, {{"KILN_NO_SERVER", server ? std::nullopt : std::optional("1")}});
+    EXPECT_EQ(result.exit_code, 1) << result.output;
+    EXPECT_NE(result.output.find("undeclared"), std::string::npos) << result.output;
+    EXPECT_EQ(compiles(), 1u) << (server ? "in the server" : "in process");
+  }
+}
+
+TEST_F(NvrtcServer, ACrashTakesDownOneCompileNotTheServer) {
+  ASSERT_EQ(compile(kHalfKernel).exit_code, 0);
+  std::vector<pid_t> before = servers();
+  ASSERT_EQ(before.size(), 1u);
+  touch("crash");
+  RunResult crashed = compile(kHalfKernel);
+  remove("crash");
+  EXPECT_EQ(crashed.exit_code, 1) << crashed.output;
+  EXPECT_NE(crashed.output.find("killed by signal SIGSEGV"), std::string::npos) << crashed.output;
+  RunResult after = compile(kOtherHalfKernel);
+  EXPECT_EQ(after.exit_code, 0) << after.output;
+  EXPECT_EQ(servers(), before) << "the same server goes on";
+}
+
+TEST_F(NvrtcServer, AHungCompileEndsAtTheCallersDeadlineAndIsKilled) {
+  ASSERT_EQ(compile(kHalfKernel).exit_code, 0);
+  std::vector<pid_t> server = servers();
+  ASSERT_EQ(server.size(), 1u);
+  touch("hang");
+  RunResult hung = compile(kOtherHalfKernel, {}, "1");
+  EXPECT_EQ(hung.exit_code, 1) << hung.output;
+  EXPECT_NE(hung.output.find("timed out"), std::string::npos) << hung.output;
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (!children_of(server[0]).empty() && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_TRUE(children_of(server[0]).empty()) << "the server killed the hung compile";
+  remove("hang");
+  EXPECT_EQ(compile(kOtherHalfKernel).exit_code, 0);
+}
+
+TEST_F(NvrtcServer, ItEndsWhenIdleAndTakesItsFilesAlong) {
+  ASSERT_EQ(compile(kHalfKernel, {{"KILN_SERVER_IDLE", "1"}}).exit_code, 0);
+  std::vector<pid_t> server = servers();
+  ASSERT_EQ(server.size(), 1u);
+  EXPECT_TRUE(testing::wait_process_gone(server[0], 10000));
+  for (const auto& entry : fs::directory_iterator(servers_dir())) {
+    EXPECT_EQ(entry.path().extension(), ".lock") << entry.path() << " was left behind";
+  }
+}
+
+TEST_F(NvrtcServer, ItEndsWhenItsSocketIsRemoved) {
+  ASSERT_EQ(compile(kHalfKernel).exit_code, 0);
+  std::vector<pid_t> server = servers();
+  ASSERT_EQ(server.size(), 1u);
+  fs::remove_all(dir_.path() / "cache");
+  EXPECT_TRUE(testing::wait_process_gone(server[0], 5000));
+}
+
+}  // namespace
+}  // namespace kiln::cuda
