@@ -7,6 +7,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <fstream>
 #include <map>
@@ -80,21 +81,35 @@ class NvrtcServer : public ::testing::Test {
         found.push_back(std::stoi(entry.path().filename().string()));
       }
     }
-    return found;
+    // Not the server's own children (compiles just ending), which have its command line too.
+    std::vector<pid_t> servers;
+    for (pid_t pid : found) {
+      pid_t parent = parent_of(pid);
+      if (std::find(found.begin(), found.end(), parent) == found.end()) servers.push_back(pid);
+    }
+    return servers;
   }
+  // From /proc/PID/stat: the state letter and the parent; {"", 0} when it is gone.
+  static std::pair<std::string, pid_t> state_of(pid_t pid) {
+    std::string stat = testing::read_file("/proc/" + std::to_string(pid) + "/stat");
+    size_t close = stat.rfind(')');
+    if (close == std::string::npos) return {"", 0};
+    std::istringstream fields(stat.substr(close + 2));
+    std::string state;
+    pid_t parent = 0;
+    fields >> state >> parent;
+    return {state, parent};
+  }
+  static pid_t parent_of(pid_t pid) { return state_of(pid).second; }
   // The processes whose parent is `pid`.
   static std::vector<pid_t> children_of(pid_t pid) {
     std::vector<pid_t> found;
     std::error_code ec;
     for (const auto& entry : fs::directory_iterator("/proc", ec)) {
-      std::string stat = testing::read_file(entry.path() / "stat");
-      size_t close = stat.rfind(')');
-      if (close == std::string::npos) continue;
-      std::istringstream fields(stat.substr(close + 2));
-      std::string state;
-      pid_t parent = 0;
-      fields >> state >> parent;
-      if (parent == pid && state != "Z") found.push_back(std::stoi(entry.path().filename()));
+      std::string name = entry.path().filename().string();
+      if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+      auto [state, parent] = state_of(std::stoi(name));
+      if (parent == pid && state != "Z") found.push_back(std::stoi(name));
     }
     return found;
   }
@@ -176,7 +191,9 @@ TEST_F(NvrtcServer, ItEndsWhenItsSocketIsRemoved) {
   ASSERT_EQ(compile(kHalfKernel).exit_code, 0);
   std::vector<pid_t> server = servers();
   ASSERT_EQ(server.size(), 1u);
-  fs::remove_all(dir_.path() / "cache");
+  for (const auto& entry : fs::directory_iterator(servers_dir())) {
+    if (entry.path().extension() == ".sock") fs::remove(entry.path());
+  }
   EXPECT_TRUE(testing::wait_process_gone(server[0], 5000));
 }
 
