@@ -54,30 +54,39 @@ std::string cbor_of(const nlohmann::json& value) {
   return {bytes.begin(), bytes.end()};
 }
 
-// NVRTC's notes about the precompiled header are kiln's business, not the user's.
+// NVRTC's notes about the precompiled header ("PCH creation disabled because ...", "the
+// initial sequence of preprocessing directives is not compatible with those of precompiled
+// header file ...") are kiln's business, not the user's: each goes, with the source line and
+// caret that follow it up to the blank line.
 std::string without_pch_notes(const std::string& log) {
   std::string kept;
+  bool skipping = false;
   bool warnings = false;
   size_t begin = 0;
   while (begin < log.size()) {
     size_t end = log.find('\n', begin);
     end = end == std::string::npos ? log.size() : end + 1;
     std::string_view line(log.data() + begin, end - begin);
-    if (line.find("precompiled header") == std::string_view::npos) {
+    begin = end;
+    if (line.find("PCH") != std::string_view::npos ||
+        line.find("precompiled header") != std::string_view::npos) {
+      skipping = true;
+    } else if (skipping && line.find_first_not_of(" \t\r\n") == std::string_view::npos) {
+      skipping = false;
+    } else if (!skipping) {
       kept += line;
       warnings = warnings || line.find("warning") != std::string_view::npos;
     }
-    begin = end;
   }
-  if (!warnings) {  // the remark on suppressing warnings was about the PCH note alone
+  if (!warnings) {  // the remark on suppressing warnings was about a PCH note alone
     size_t remark = kept.find("Remark: The warnings can be suppressed");
     if (remark != std::string::npos) {
       size_t end = kept.find('\n', remark);
       kept.erase(remark, end == std::string::npos ? std::string::npos : end - remark + 1);
     }
   }
-  size_t last = kept.find_last_not_of("\n ");
-  return last == std::string::npos ? std::string() : kept.substr(0, last + 1) + "\n";
+  size_t first = kept.find_first_not_of('\n');
+  return first == std::string::npos ? std::string() : kept.substr(first);
 }
 
 // Keeps at most kMaxPchFiles precompiled headers (60 MB and more each): the oldest go.

@@ -21,7 +21,8 @@ std::string seed_nvrtc_source(std::string_view code, bool nvshmem);
 // with the same text, whatever the kernel's own headers hold.
 struct NvrtcSource {
   std::string text;
-  size_t header_prefix = 0;  // bytes of `text` before the first declaration
+  // Bytes of `text` before the first declaration; 0 when it holds no header worth precompiling.
+  size_t header_prefix = 0;
 };
 // `cuda_arch`: __CUDA_ARCH__ of the target (800 for sm_80), 0 when unknown.
 NvrtcSource nvrtc_source(std::string_view code, bool nvshmem, int cuda_arch,
