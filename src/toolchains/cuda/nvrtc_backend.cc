@@ -102,8 +102,7 @@ namespace {
 // Owns one NVRTC program.
 class Program {
  public:
-  Program(const NvrtcLibrary& lib, const std::string& source, const std::string& name)
-      : lib_(lib) {
+  Program(const NvrtcLibrary& lib, const std::string& source, const std::string& name) : lib_(lib) {
     result_ = lib_.create_program(&program_, source.c_str(), name.c_str(), 0, nullptr, nullptr);
   }
   ~Program() {
@@ -190,7 +189,7 @@ void dump(const fs::path& dir, const std::string& name, const std::string& bytes
 }  // namespace
 
 NvrtcAttempt attempt_nvrtc(const std::string& source, const std::string& name,
-                          const std::vector<std::string>& options, bool cubin) {
+                           const std::vector<std::string>& options, bool cubin) {
   const NvrtcLibrary& lib = nvrtc();
   Program program(lib, source, name);
   NvrtcAttempt attempt;
@@ -236,9 +235,9 @@ NvrtcOutput checked(const std::string& code, const std::vector<std::string>& opt
   if (r != 0) {
     bool size = attempt.failed_call.ends_with("Size");
     std::string what = attempt.failed_call.find("CUBIN") != std::string::npos ? "CUBIN" : "PTX";
-    throw LibraryCallFailed(attempt.failed_call, r,
-                            fmt::format("Failed to get {}{}: {}", what, size ? " size" : "",
-                                        nvrtc_error(r)));
+    throw LibraryCallFailed(
+        attempt.failed_call, r,
+        fmt::format("Failed to get {}{}: {}", what, size ? " size" : "", nvrtc_error(r)));
   }
   return {std::move(attempt.bytes), std::move(attempt.log)};
 }
@@ -283,8 +282,9 @@ CompileResult compile_with_nvrtc(const Request& request) {
                  .options = options,
                  .cubin = cubin};
     std::optional<NvrtcAttempt> served = compile_in_server(job);
-    NvrtcOutput output = checked(request.code, options,
-                                 served ? std::move(*served) : attempt_nvrtc(source, name, options, cubin));
+    NvrtcOutput output =
+        checked(request.code, options,
+                served ? std::move(*served) : attempt_nvrtc(source, name, options, cubin));
     if (dump_dir) {
       dump(*dump_dir, cubin ? "tvm_kernels.cubin" : "tvm_kernels.ptx", output.bytes);
       dump(*dump_dir, "tvm_kernels.nvrtc.log", output.log);
@@ -301,16 +301,16 @@ CompileResult compile_with_nvrtc(const Request& request) {
   }
   std::string key =
       cache_key({"nvrtc-3", format_name(request.format), arch, source, joined_for_key(options),
-                 file_identity(nvrtc().path), fmt::format("{}.{}", nvrtc_major, nvrtc_minor), nvshmem_lib,
-                 working_directory_for_key()});
+                 file_identity(nvrtc().path), fmt::format("{}.{}", nvrtc_major, nvrtc_minor),
+                 nvshmem_lib, working_directory_for_key()});
   DirectCache direct(*request.cache, key, {});  // the code is in the key; headers are not
   if (std::optional<std::string> hit = direct.get()) {
     return {.bytes = std::move(*hit), .cached = true};
   }
   CompileResult result = compile();
   TempDirectory scratch;
-  if (auto headers =
-          nvrtc_headers(request.code, source, options, scratch.path(), fs::path(name).parent_path())) {
+  if (auto headers = nvrtc_headers(request.code, source, options, scratch.path(),
+                                   fs::path(name).parent_path())) {
     direct.put(*headers, result.bytes, {scratch.path(), find_cuda_path()});  // toolkit keyed
   }
   return result;

@@ -96,8 +96,9 @@ UniqueFd start_and_connect(const Address& a, std::string* why) {
   std::optional<std::vector<std::string>> command =
       pool::service_command("nvrtc", {a.socket.string(), a.private_dir.string()});
   if (!command) {
-    *why = "this program cannot be re-executed as the server (it never called "
-           "kiln::pool::serve_if_worker, and KILN_SERVICE_PROGRAM is not set)";
+    *why =
+        "this program cannot be re-executed as the server (it never called "
+        "kiln::pool::serve_if_worker, and KILN_SERVICE_PROGRAM is not set)";
     return {};
   }
   RunResult started = run({.argv = std::move(*command), .timeout = std::chrono::seconds(30)});
@@ -192,9 +193,9 @@ std::optional<NvrtcAttempt> compile_in_server(const NvrtcJob& job) {
   UniqueFd fd = connection();
   if (!fd) return std::nullopt;
   std::error_code ec;
-  nlohmann::json request = {{"source", job.source},       {"header_prefix", job.header_prefix},
-                            {"name", job.name},           {"options", job.options},
-                            {"cubin", job.cubin},         {"cwd", fs::current_path(ec).string()}};
+  nlohmann::json request = {{"source", job.source}, {"header_prefix", job.header_prefix},
+                            {"name", job.name},     {"options", job.options},
+                            {"cubin", job.cubin},   {"cwd", fs::current_path(ec).string()}};
   std::vector<std::uint8_t> cbor = nlohmann::json::to_cbor(request);
   if (!write_frame(fd.get(), std::string(cbor.begin(), cbor.end()))) return std::nullopt;
   RunScope* scope = RunScope::current();

@@ -150,9 +150,8 @@ std::string_view trimmed(std::string_view text) {
 // The toolkit's device headers that declare the same whatever comes before them.
 bool self_contained(std::string_view header) {
   static const std::set<std::string_view> kHeaders = {
-      "cuda_fp16.h", "cuda_bf16.h",          "cuda_fp8.h",        "cuda_fp6.h",
-      "cuda_fp4.h",  "mma.h",                "cooperative_groups.h", "cuda_pipeline.h",
-      "cuda_awbarrier.h"};
+      "cuda_fp16.h", "cuda_bf16.h",          "cuda_fp8.h",      "cuda_fp6.h",      "cuda_fp4.h",
+      "mma.h",       "cooperative_groups.h", "cuda_pipeline.h", "cuda_awbarrier.h"};
   return kHeaders.contains(header) || header.starts_with("cuda/") ||
          header.starts_with("cooperative_groups/");
 }
@@ -209,7 +208,8 @@ bool conditional(std::string_view word, std::string_view rest, int cuda_arch,
                  std::vector<Level>& levels) {
   auto decided = [](int value) { return value >= 0; };
   if (word == "if" || word == "ifdef" || word == "ifndef") {
-    std::string expression = word == "if" ? std::string(rest) : "defined(" + std::string(rest) + ")";
+    std::string expression =
+        word == "if" ? std::string(rest) : "defined(" + std::string(rest) + ")";
     int value = nvrtc_condition(expression, cuda_arch);
     if (word == "ifndef" && decided(value)) value = 1 - value;
     levels.push_back({value, value == 1, value < 0});
@@ -237,8 +237,8 @@ bool conditional(std::string_view word, std::string_view rest, int cuda_arch,
 // macro does not.
 bool configures(std::string_view word, std::string_view rest, std::set<std::string>& functions) {
   size_t end = 0;
-  while (end < rest.size() && (std::isalnum(static_cast<unsigned char>(rest[end])) != 0 ||
-                               rest[end] == '_')) {
+  while (end < rest.size() &&
+         (std::isalnum(static_cast<unsigned char>(rest[end])) != 0 || rest[end] == '_')) {
     ++end;
   }
   std::string name(rest.substr(0, end));

@@ -124,8 +124,8 @@ void evict_pch(const fs::path& dir) {
       return option.starts_with("-include") || option.starts_with("--pre-include");
     });
     if (!forced && prefix > 0 && prefix <= source.size() && nvrtc_version() >= std::pair{12, 8}) {
-      std::string key = cache_key({"pch", std::string_view(source).substr(0, prefix),
-                                   joined_for_key(options)});
+      std::string key =
+          cache_key({"pch", std::string_view(source).substr(0, prefix), joined_for_key(options)});
       pch = pch_dir / (key + ".pch");
       bool exists = kiln::internal::is_file(pch);
       made = pch_dir / fmt::format("{}.{}.tmp", key, ::getpid());
@@ -139,8 +139,8 @@ void evict_pch(const fs::path& dir) {
     if (!made.empty() && kiln::internal::is_file(made)) fs::rename(made, pch, ec);
     answer = {{"result", attempt.result},
               {"failed_call", attempt.failed_call},
-              {"bytes", nlohmann::json::binary(std::vector<std::uint8_t>(attempt.bytes.begin(),
-                                                                         attempt.bytes.end()))},
+              {"bytes", nlohmann::json::binary(
+                            std::vector<std::uint8_t>(attempt.bytes.begin(), attempt.bytes.end()))},
               {"log", without_pch_notes(attempt.log)}};
   }
   char started = 'W';
@@ -201,9 +201,7 @@ class Server {
     long seconds = value != nullptr ? std::strtol(value, nullptr, 10) : 600;
     return seconds > 0 ? seconds : 600;
   }
-  static size_t max_children() {
-    return std::max<size_t>(2, std::thread::hardware_concurrency());
-  }
+  static size_t max_children() { return std::max<size_t>(2, std::thread::hardware_concurrency()); }
   // The socket on the path is still the one this server bound: removing it (or the cache
   // directory) ends the server.
   bool still_ours() const {
@@ -220,7 +218,7 @@ class Server {
     UniqueFd write_end(pipe_fds[1]);
     pid_t pid = ::fork();
     if (pid == 0) {
-      ::signal(SIGTERM, SIG_DFL);
+      (void)::signal(SIGTERM, SIG_DFL);
       listener_.reset();
       for (auto& [other, a] : active_) {
         a.connection.reset();
@@ -266,6 +264,7 @@ UniqueFd listen_on(const fs::path& socket) {
 [[noreturn]] void daemon(const fs::path& socket, const fs::path& dir, int ready) {
   ::setsid();
   ::umask(077);
+  (void)::chdir("/");  // each compile enters its client's directory; the server holds none
   std::error_code ec;
   fs::remove_all(dir, ec);
   fs::create_directory(dir, ec);
@@ -287,7 +286,7 @@ UniqueFd listen_on(const fs::path& socket) {
   struct sigaction action {};
   action.sa_handler = stop;
   for (int signal : {SIGTERM, SIGINT, SIGHUP}) ::sigaction(signal, &action, nullptr);
-  ::signal(SIGPIPE, SIG_IGN);
+  (void)::signal(SIGPIPE, SIG_IGN);
   Server(socket, dir, std::move(listener)).run();
   ::_exit(0);
 }

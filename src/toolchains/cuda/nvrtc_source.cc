@@ -47,7 +47,8 @@ constexpr std::string_view kMacros =
     "#endif\n\n";
 
 // As TVM 0.27 declares it: the tag with cuda.h's layout and the alias, which <cuda/barrier>
-// (CUDA 13) forward-declares and re-typedefs in the same way; a `struct CUtensorMap` clashes with it.
+// (CUDA 13) forward-declares and re-typedefs in the same way; a `struct CUtensorMap` clashes with
+// it.
 constexpr std::string_view kTensorMap =
     "struct alignas(64) CUtensorMap_st {\n"
     "  unsigned long long opaque[16];\n"
@@ -123,8 +124,8 @@ NvrtcSource nvrtc_source(std::string_view code, bool nvshmem, int cuda_arch,
   text += kMacros;
   // cuda/std/cstdint alone parses in ~20 ms: not worth a precompiled header of ~8 MB.
   bool worth_it = nvshmem || std::any_of(headers.begin(), headers.end(), [](const auto& header) {
-    return header != "cuda/std/cstdint";
-  });
+                    return header != "cuda/std/cstdint";
+                  });
   source.header_prefix = worth_it ? text.size() : 0;
   text += kIntegerNames;  // a declaration: what a precompiled header stands for ends here
   if (nvshmem) text += kNvshmemPreamble.substr(kNvshmemPreamble.find("namespace std"));

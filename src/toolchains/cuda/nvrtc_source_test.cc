@@ -59,9 +59,10 @@ TEST(NvrtcSource, TvmsHeadersMoveIntoThePrefixAndTheKernelKeepsItsLines) {
 TEST(NvrtcSource, OnlyCertainlyCompiledIncludesOfSelfContainedHeadersMove) {
   // Under an #if NVRTC does not decide, in a branch NVRTC skips, after a configuration macro or
   // another header, or inside braces: the header stays where it is.
-  EXPECT_TRUE(hoistable_includes("#ifdef KILN_WIDE\n#include <cuda_bf16.h>\n#endif\n", 800).empty());
-  EXPECT_TRUE(hoistable_includes("#ifndef __CUDACC_RTC__\n#include <cuda_bf16.h>\n#endif\n", 800)
-                  .empty());
+  EXPECT_TRUE(
+      hoistable_includes("#ifdef KILN_WIDE\n#include <cuda_bf16.h>\n#endif\n", 800).empty());
+  EXPECT_TRUE(
+      hoistable_includes("#ifndef __CUDACC_RTC__\n#include <cuda_bf16.h>\n#endif\n", 800).empty());
   EXPECT_TRUE(
       hoistable_includes("#define __CUDA_NO_HALF_OPERATORS__\n#include <cuda_fp16.h>\n", 800)
           .empty());

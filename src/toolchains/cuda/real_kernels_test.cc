@@ -75,9 +75,8 @@ TEST(RealKernels, NvrtcErrorsNameTheKernelsFileAndLine) {
       "extern \"C\" __global__ void k(half* out) {\n"
       "  out[0] = undeclared_name;\n"
       "}\n";
-  std::string message = testing::error_of([&] {
-    compile_cuda(code, {.arch = "sm_80", .source_path = kernel, .use_cache = false});
-  });
+  std::string message = testing::error_of(
+      [&] { compile_cuda(code, {.arch = "sm_80", .source_path = kernel, .use_cache = false}); });
   EXPECT_NE(message.find(kernel.string() + "(4): error"), std::string::npos) << message;
   EXPECT_EQ(message.find("PCH"), std::string::npos) << message;
 }
@@ -102,8 +101,7 @@ TEST(RealKernels, TmaKernelsThatIncludeCudaBarrierCompileWithBothBackends) {
   for (Backend backend : {Backend::nvrtc, Backend::nvcc}) {
     SCOPED_TRACE(std::string(backend_name(backend)));
     std::string cubin = compile_cuda(
-        code,
-        {.format = Format::cubin, .arch = "sm_90a", .backend = backend, .use_cache = false});
+        code, {.format = Format::cubin, .arch = "sm_90a", .backend = backend, .use_cache = false});
     EXPECT_NE(cubin.find("tma"), std::string::npos) << "the kernel's symbol is in the cubin";
   }
 }
