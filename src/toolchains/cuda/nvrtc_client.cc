@@ -81,6 +81,12 @@ UniqueFd connect_to(const fs::path& socket) {
   int r = kiln::internal::retry_eintr(
       [&] { return ::connect(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr); });
   if (r != 0) return {};
+  ucred peer{};
+  socklen_t size = sizeof peer;
+  if (::getsockopt(fd.get(), SOL_SOCKET, SO_PEERCRED, &peer, &size) != 0 ||
+      peer.uid != ::geteuid()) {
+    return {};  // not this user's server
+  }
   return fd;
 }
 
