@@ -1,6 +1,4 @@
 // The nvcc backend: the seed's flags, in the seed's order, through the process runner.
-#include <map>
-#include <mutex>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -31,17 +29,13 @@ std::string run_stage(const std::string& code, std::vector<std::string> argv,
   return std::move(result.output);
 }
 
-// `nvcc --version` of this nvcc, asked once per process and file identity.
+// What identifies the compilers an nvcc drives: nvcc, cicc and ptxas beside it (path, size,
+// modification time). Read from the files rather than asked of `nvcc --version`, a process that
+// would cost every fresh `kiln cuda compile` ~20 ms.
 std::string nvcc_version(const std::string& nvcc) {
-  static std::mutex mutex;
-  static std::map<std::string, std::string> known;
-  std::string identity = file_identity(nvcc);
-  std::lock_guard lock(mutex);
-  auto it = known.find(identity);
-  if (it == known.end()) {
-    it = known.emplace(identity, run({.argv = {nvcc, "--version"}}).output).first;
-  }
-  return it->second;
+  fs::path bin = fs::path(nvcc).parent_path();
+  return file_identity(nvcc) + file_identity(bin / "ptxas") +
+         file_identity(bin.parent_path() / "nvvm" / "bin" / "cicc");
 }
 
 std::string nvcc_program() {
@@ -85,7 +79,7 @@ std::string nvcc_cache_key(const std::vector<std::string>& cmd, const Request& r
                            const std::optional<NvshmemPaths>& nvshmem) {
   std::string nvshmem_lib;
   if (nvshmem) nvshmem_lib = file_identity(nvshmem->lib_dir / "libnvshmem_device.a");
-  return cache_key({"nvcc", file_identity(fs::path(cmd[0])), nvcc_version(cmd[0]),
+  return cache_key({"nvcc-2", file_identity(fs::path(cmd[0])), nvcc_version(cmd[0]),
                     joined_for_key(cmd), request.code, nvshmem ? nvshmem->include_dir.string() : "",
                     nvshmem_lib});
 }
