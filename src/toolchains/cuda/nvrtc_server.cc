@@ -26,6 +26,7 @@
 #include "kiln/cache.h"
 #include "kiln/ending.h"
 #include "kiln/error.h"
+#include "kiln/file_lock.h"
 #include "nvrtc_library.h"
 #include "nvrtc_server.h"
 
@@ -38,6 +39,8 @@ using Clock = std::chrono::steady_clock;
 
 constexpr size_t kMaxPchFiles = 8;
 constexpr auto kTick = std::chrono::milliseconds(200);
+// No compile (or PCH) takes this long but a hung one, whose client has no deadline.
+constexpr auto kChildLimit = std::chrono::hours(1);
 volatile std::sig_atomic_t stopping = 0;
 
 void stop(int /*signal*/) { stopping = 1; }
@@ -47,6 +50,8 @@ void stop(int /*signal*/) { stopping = 1; }
 struct Active {
   UniqueFd connection;
   UniqueFd answering;
+  Clock::time_point started;
+  bool answered = false;  // the child took over the connection: it may go on making a PCH
 };
 
 std::string cbor_of(const nlohmann::json& value) {
@@ -103,49 +108,78 @@ void evict_pch(const fs::path& dir) {
   for (size_t i = 0; i + kMaxPchFiles <= files.size(); ++i) fs::remove(files[i].second, ec);
 }
 
-// The child's whole work: read the request, compile (with the PCH of the header prefix when
-// there is one, making it when not), answer.
+// The precompiled header a compile may use: the file for its header prefix and options, or none
+// (no prefix worth one, an NVRTC before 12.8, or a forced include: -include and --pre-include
+// come before the prefix, so the user's header would be in the PCH, unseen by its key).
+fs::path pch_for(const std::string& source, size_t prefix, const std::vector<std::string>& options,
+                 const fs::path& pch_dir) {
+  bool forced = std::any_of(options.begin(), options.end(), [](const std::string& option) {
+    return option.starts_with("-include") || option.starts_with("--pre-include");
+  });
+  if (forced || prefix == 0 || prefix > source.size() || nvrtc_version() < std::pair{12, 8}) {
+    return {};
+  }
+  return pch_dir / (cache_key({"pch", std::string_view(source).substr(0, prefix),
+                               joined_for_key(options)}) +
+                    ".pch");
+}
+
+// Makes `pch` from the header prefix alone, unless another child is making it.
+void make_pch(const std::string& prefix, std::vector<std::string> options, const fs::path& pch) {
+  std::optional<FileLock> making = FileLock::try_lock(fs::path(pch).replace_extension(".lock"));
+  if (!making || kiln::internal::is_file(pch)) return;
+  evict_pch(pch.parent_path());
+  fs::path made = fs::path(pch).replace_extension(fmt::format("{}.tmp", ::getpid()));
+  options.push_back("--create-pch=" + made.string());
+  options.emplace_back("--pch-messages=false");
+  (void)attempt_nvrtc(prefix, "kiln_pch.cu", options, false);
+  std::error_code ec;
+  if (kiln::internal::is_file(made)) fs::rename(made, pch, ec);
+  fs::remove(fs::path(pch).replace_extension(".lock"), ec);
+}
+
+nlohmann::json answer_of(const NvrtcAttempt& attempt) {
+  return {{"result", attempt.result},
+          {"failed_call", attempt.failed_call},
+          {"bytes", nlohmann::json::binary(
+                        std::vector<std::uint8_t>(attempt.bytes.begin(), attempt.bytes.end()))},
+          {"log", without_pch_notes(attempt.log)}};
+}
+
+// Tells the parent the answer is on its way (it no longer speaks for this child), then sends it.
+bool send_answer(int connection, int answering, const nlohmann::json& answer) {
+  char started = 'W';
+  (void)!::write(answering, &started, 1);
+  return write_frame(connection, cbor_of(answer));
+}
+
+// The child's whole work: read the request, compile (with the PCH of its header prefix when
+// there is one), answer; then, when there was none, make it for the compiles to come (after
+// answering: the first compile of a header set is not made to wait for its PCH).
 [[noreturn]] void compile_one(int connection, int answering, const fs::path& pch_dir) {
   FrameRead read = read_frame(connection, Clock::now() + std::chrono::seconds(30));
   if (!read.cbor) ::_exit(1);
   nlohmann::json request = nlohmann::json::from_cbor(*read.cbor);
-  nlohmann::json answer;
   if (::chdir(request["cwd"].get<std::string>().c_str()) != 0) {
-    answer["refused"] = "cannot enter " + request["cwd"].get<std::string>();
-  } else {
-    std::string source = request["source"].get<std::string>();
-    auto options = request["options"].get<std::vector<std::string>>();
-    size_t prefix = request["header_prefix"].get<size_t>();
-    fs::path pch;
-    fs::path made;
-    // A forced include (-include, --pre-include) comes before the prefix and would be in the
-    // PCH: a header of the user's, whose changes the PCH's key would not see.
-    bool forced = std::any_of(options.begin(), options.end(), [](const std::string& option) {
-      return option.starts_with("-include") || option.starts_with("--pre-include");
-    });
-    if (!forced && prefix > 0 && prefix <= source.size() && nvrtc_version() >= std::pair{12, 8}) {
-      std::string key =
-          cache_key({"pch", std::string_view(source).substr(0, prefix), joined_for_key(options)});
-      pch = pch_dir / (key + ".pch");
-      bool exists = kiln::internal::is_file(pch);
-      made = pch_dir / fmt::format("{}.{}.tmp", key, ::getpid());
-      options.push_back(exists ? "--use-pch=" + pch.string() : "--create-pch=" + made.string());
-      options.emplace_back("--pch-messages=false");
-      if (!exists) evict_pch(pch_dir);
-    }
-    NvrtcAttempt attempt = attempt_nvrtc(source, request["name"].get<std::string>(), options,
-                                         request["cubin"].get<bool>());
-    std::error_code ec;
-    if (!made.empty() && kiln::internal::is_file(made)) fs::rename(made, pch, ec);
-    answer = {{"result", attempt.result},
-              {"failed_call", attempt.failed_call},
-              {"bytes", nlohmann::json::binary(
-                            std::vector<std::uint8_t>(attempt.bytes.begin(), attempt.bytes.end()))},
-              {"log", without_pch_notes(attempt.log)}};
+    nlohmann::json refused = {{"refused", "cannot enter " + request["cwd"].get<std::string>()}};
+    ::_exit(send_answer(connection, answering, refused) ? 0 : 1);
   }
-  char started = 'W';
-  (void)!::write(answering, &started, 1);
-  ::_exit(write_frame(connection, cbor_of(answer)) ? 0 : 1);
+  std::string source = request["source"].get<std::string>();
+  auto options = request["options"].get<std::vector<std::string>>();
+  size_t prefix = request["header_prefix"].get<size_t>();
+  fs::path pch = pch_for(source, prefix, options, pch_dir);
+  bool have_pch = !pch.empty() && kiln::internal::is_file(pch);
+  std::vector<std::string> compile_options = options;
+  if (have_pch) {
+    compile_options.push_back("--use-pch=" + pch.string());
+    compile_options.emplace_back("--pch-messages=false");
+  }
+  NvrtcAttempt attempt = attempt_nvrtc(source, request["name"].get<std::string>(),
+                                       compile_options, request["cubin"].get<bool>());
+  bool sent = send_answer(connection, answering, answer_of(attempt));
+  ::close(connection);
+  if (!pch.empty() && !have_pch) make_pch(source.substr(0, prefix), options, pch);
+  ::_exit(sent ? 0 : 1);
 }
 
 // The parent's side of a child that ended: when it died before it started answering, the
@@ -154,7 +188,7 @@ void reap(pid_t pid, int status, std::map<pid_t, Active>& active) {
   auto it = active.find(pid);
   if (it == active.end()) return;
   char started = 0;
-  bool answered = ::read(it->second.answering.get(), &started, 1) == 1;
+  bool answered = it->second.answered || ::read(it->second.answering.get(), &started, 1) == 1;
   if (!answered) {
     Ending ending = WIFSIGNALED(status) ? Ending::signaled(WTERMSIG(status))
                                         : Ending::exited(WEXITSTATUS(status));
@@ -176,19 +210,22 @@ class Server {
     Clock::time_point last = Clock::now();
     while (stopping == 0 && still_ours()) {
       std::vector<pollfd> fds = {{listener_.get(), POLLIN, 0}};
-      std::vector<pid_t> pids;
+      std::vector<pid_t> pids;  // the child of fds[2 i + 1] and fds[2 i + 2]
       for (const auto& [pid, a] : active_) {
+        if (a.answered) continue;
         fds.push_back({a.connection.get(), POLLRDHUP, 0});
+        fds.push_back({a.answering.get(), POLLIN, 0});
         pids.push_back(pid);
       }
       if (active_.size() >= max_children()) fds[0].events = 0;  // the backlog waits
       int n = ::poll(fds.data(), fds.size(), static_cast<int>(kTick.count()));
-      for (size_t i = 1; n > 0 && i < fds.size(); ++i) {
-        if ((fds[i].revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0) ::kill(pids[i - 1], SIGKILL);
-      }
+      for (size_t i = 0; n > 0 && i < pids.size(); ++i) watch(pids[i], fds[2 * i + 1], fds[2 * i + 2]);
       if (n > 0 && (fds[0].revents & POLLIN) != 0) accept_one();
       int status = 0;
       for (pid_t pid; (pid = ::waitpid(-1, &status, WNOHANG)) > 0;) reap(pid, status, active_);
+      for (const auto& [pid, a] : active_) {
+        if (Clock::now() - a.started > kChildLimit) ::kill(pid, SIGKILL);
+      }
       if (!active_.empty() || n > 0) last = Clock::now();
       if (Clock::now() - last > idle) break;
     }
@@ -196,6 +233,19 @@ class Server {
   }
 
  private:
+  // A child that started answering owns its connection; one whose client went away before is
+  // killed (the client's deadline passed, or it was killed itself).
+  void watch(pid_t pid, const pollfd& connection, const pollfd& answering) {
+    Active& a = active_.at(pid);
+    char started = 0;
+    if ((answering.revents & POLLIN) != 0 && ::read(a.answering.get(), &started, 1) == 1) {
+      a.answered = true;
+      a.connection.reset();
+      return;
+    }
+    if ((connection.revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0) ::kill(pid, SIGKILL);
+  }
+
   static long idle_seconds() {
     const char* value = std::getenv("KILN_SERVER_IDLE");
     long seconds = value != nullptr ? std::strtol(value, nullptr, 10) : 600;
@@ -226,7 +276,9 @@ class Server {
       }
       compile_one(connection.get(), write_end.get(), dir_);
     }
-    if (pid > 0) active_[pid] = Active{std::move(connection), std::move(read_end)};
+    if (pid > 0) {
+      active_[pid] = Active{std::move(connection), std::move(read_end), Clock::now()};
+    }
   }
 
   void shut_down() {
