@@ -34,6 +34,7 @@ packages=(
   rocm-device-libs clang-15 lld-15 llvm-15
   gcc-aarch64-linux-gnu libc6-dev-arm64-cross  # the cross libc (crti.o), not a Recommends only
   emscripten
+  python3-venv  # the cuda_tvm_bench target's venv
 )
 
 missing=()
