@@ -171,12 +171,14 @@ Recipe Chooser::cuda_kernel() {
           .log = result["log"].get<std::string>()};
     };
   }
-  cuda::CompileOptions compile{.format = job_.format,
-                               .arch = job_.arch,
-                               .options = options,
-                               .output = ws_.output,
-                               .backend = job_.backend,
-                               .use_cache = false};
+  cuda::CompileOptions compile{
+      .format = job_.format,
+      .arch = job_.arch,
+      .options = options,
+      .output = ws_.output,
+      .source_path = job_.sources.empty() ? fs::path() : job_.sources.front(),
+      .backend = job_.backend,
+      .use_cache = false};
   headers = [code, compile](const fs::path& scratch) {
     return cuda::headers_read(code, compile, scratch);
   };

@@ -56,6 +56,7 @@ void compile(const CompileArgs& args) {
                                                 .arch = args.arch,
                                                 .options = passthrough(),
                                                 .output = output,
+                                                .source_path = args.file,
                                                 .backend = backend});
   std::cout << fmt::format("{}: {} bytes of {} ({}{})\n", output.string(), bytes.size(),
                            cuda::format_name(chosen), cuda::backend_name(backend),
