@@ -5,6 +5,7 @@
 // Skips, saying why, without a CUDA toolkit.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 #include <map>
 
@@ -73,6 +74,62 @@ TEST_F(CudaMessages, NvccFindsQuotedIncludesBesideTheFile) {
   RunResult r = compile("src/k.cu", {"--backend", "nvcc"}, "ptx");
   ASSERT_EQ(r.exit_code, 0) << r.error_output;
   EXPECT_NE(testing::read_file(path("out.ptx")).find("515151"), std::string::npos);
+}
+
+// A kernel with one error, on line 23, below twenty lines that only a message quoting the whole
+// source would repeat.
+std::string one_error_kernel() {
+  std::string code;
+  for (int i = 1; i <= 20; ++i) code += "// kiln filler line " + std::to_string(i) + "\n";
+  return code + "extern \"C\" __global__ void k(float* a) {\n  a[0] = 1;\n  int x = ;\n}\n";
+}
+
+size_t lines(const std::string& text) { return std::count(text.begin(), text.end(), '\n'); }
+
+// The failure of a one-error kernel: the compiler's message naming the file and line, the command
+// line, no source, under 40 lines; from kiln cuda compile and from kiln build (printed, and in
+// --json's log), both backends.
+TEST_F(CudaMessages, AOneErrorKernelFailsBrieflyNamingTheFile) {
+  write("src/one.cu", one_error_kernel());
+  std::string file = path("src/one.cu").string();
+  for (const std::string backend : {"nvrtc", "nvcc"}) {
+    SCOPED_TRACE(backend);
+    RunResult r = compile("src/one.cu", {"--backend", backend});
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_LT(lines(r.error_output), 40u) << r.error_output;
+    EXPECT_EQ(r.error_output.find("kiln filler line"), std::string::npos) << r.error_output;
+    EXPECT_NE(r.error_output.find("error: expected an expression"), std::string::npos);
+    EXPECT_NE(r.error_output.find("Command line: "), std::string::npos) << r.error_output;
+    if (backend == "nvcc") {  // NVRTC's names are its program's
+      EXPECT_NE(r.error_output.find(file + "(23): error"), std::string::npos) << r.error_output;
+    }
+  }
+  json result;
+  RunResult r =
+      build({{{"name", "with_nvrtc"}, {"kind", "cuda"}, {"sources", {file}}, {"arch", "sm_80"}},
+             {{"name", "with_nvcc"},
+              {"kind", "cuda"},
+              {"sources", {file}},
+              {"arch", "sm_80"},
+              {"backend", "nvcc"}}},
+            result, {"--keep-going", "-j1"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.output.find("kiln filler line"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("kiln::"), std::string::npos) << r.output;
+  EXPECT_LT(lines(r.output), 2 * 40u) << r.output;
+  ASSERT_EQ(result["jobs"].size(), 2u);
+  for (const json& job : result["jobs"]) {
+    SCOPED_TRACE(job["name"].get<std::string>());
+    std::string log = job["log"];
+    EXPECT_EQ(job["status"], "failed");
+    EXPECT_LT(lines(log), 40u) << log;
+    EXPECT_EQ(log.find("kiln filler line"), std::string::npos) << log;
+    EXPECT_EQ(log.find("kiln::ToolFailed"), std::string::npos) << log;
+    EXPECT_NE(log.find("error: expected an expression"), std::string::npos) << log;
+    if (job["name"] == "with_nvcc") {
+      EXPECT_NE(log.find(file + "(23): error"), std::string::npos) << log;
+    }
+  }
 }
 
 }  // namespace

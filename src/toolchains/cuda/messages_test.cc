@@ -1,0 +1,93 @@
+// kiln/cuda_messages.h with the real nvcc and NVRTC: failures retold briefly.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <fstream>
+
+#include "kiln/cuda.h"
+#include "kiln/cuda_messages.h"
+#include "kiln/error.h"
+#include "kiln/temp_directory.h"
+
+namespace kiln::cuda {
+namespace {
+
+namespace fs = std::filesystem;
+
+class CudaMessages : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    try {
+      find_cuda_path();
+    } catch (const Error& e) {
+      GTEST_SKIP() << "needs the CUDA toolkit: " << e.what();
+    }
+  }
+  // The ToolFailed a compile of `code` (written to `name` first) throws; fails the test when it
+  // compiles.
+  ToolFailed failure(const std::string& name, const std::string& code, Backend backend) const {
+    std::ofstream(dir / name) << code;
+    try {
+      compile(code,
+              {.arch = "sm_80", .source_path = dir / name, .backend = backend, .use_cache = false});
+    } catch (const ToolFailed& e) {
+      return e;
+    }
+    ADD_FAILURE() << name << " compiled with " << backend_name(backend);
+    return {"", "", ""};
+  }
+  TempDirectory dir;
+};
+
+size_t lines(const std::string& text) { return std::count(text.begin(), text.end(), '\n') + 1; }
+
+// A kernel with one error, on line 23, below twenty lines that only a message quoting the whole
+// source would repeat.
+std::string one_error_kernel() {
+  std::string code;
+  for (int i = 1; i <= 20; ++i) code += "// kiln filler line " + std::to_string(i) + "\n";
+  return code + "extern \"C\" __global__ void k(float* a) {\n  a[0] = 1;\n  int x = ;\n}\n";
+}
+
+TEST_F(CudaMessages, TheHeadersExample) {
+  std::ofstream(dir / "k.cu") << "__global__ void k() { int x = ; }\n";
+  try {
+    try {
+      compile("__global__ void k() { int x = ; }\n",
+              {.arch = "sm_80", .source_path = dir / "k.cu", .use_cache = false});
+    } catch (const ToolFailed& e) {
+      throw brief_failure(e);
+    }
+    ADD_FAILURE() << "compiled";
+  } catch (const ToolFailed& e) {
+    EXPECT_EQ(e.label(), "NVRTC compilation failed:");
+    EXPECT_NE(e.output().find("error: expected an expression"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("Command line: nvrtc "), std::string::npos);
+  }
+}
+
+TEST_F(CudaMessages, AOneErrorFailureIsBriefWithoutTheSourceBothBackends) {
+  for (Backend backend : {Backend::nvrtc, Backend::nvcc}) {
+    SCOPED_TRACE(backend_name(backend));
+    ToolFailed full = failure("one.cu", one_error_kernel(), backend);
+    ASSERT_NE(std::string(full.what()).find("kiln filler line 7"), std::string::npos)
+        << "the library's message keeps the seed's source";
+    ToolFailed brief = brief_failure(full);
+    std::string text = brief.what();
+    EXPECT_EQ(text.find("kiln filler line"), std::string::npos) << text;
+    EXPECT_LT(lines(text), 40u) << text;
+    EXPECT_NE(text.find("error: expected an expression"), std::string::npos) << text;
+    EXPECT_NE(text.find("Command line: "), std::string::npos) << text;
+    EXPECT_EQ(brief.command_line(), full.command_line());
+    EXPECT_EQ(brief.ending(), full.ending());
+    EXPECT_EQ(brief.status(), full.status());
+    EXPECT_EQ(brief.label(),
+              backend == Backend::nvcc ? "Compilation error:" : "NVRTC compilation failed:");
+    if (backend == Backend::nvcc) {  // NVRTC's file name and lines are the program's
+      EXPECT_NE(text.find((dir / "one.cu").string() + "(23): error"), std::string::npos) << text;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace kiln::cuda
