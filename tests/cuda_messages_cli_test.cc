@@ -84,6 +84,13 @@ std::string one_error_kernel() {
   return code + "extern \"C\" __global__ void k(float* a) {\n  a[0] = 1;\n  int x = ;\n}\n";
 }
 
+// A program with host code: a host header, the runtime API, a launch and main().
+constexpr const char* kHostProgram =
+    "#include <stdio.h>\n"
+    "__global__ void k(float* a) { a[threadIdx.x] *= 2; }\n"
+    "int main() {\n  float* d;\n  cudaMalloc(&d, 4);\n  k<<<1, 1>>>(d);\n"
+    "  printf(\"done\\n\");\n  return 0;\n}\n";
+
 size_t lines(const std::string& text) { return std::count(text.begin(), text.end(), '\n'); }
 
 // The failure of a one-error kernel: the compiler's message naming the file and line, the command
@@ -130,6 +137,31 @@ TEST_F(CudaMessages, AOneErrorKernelFailsBrieflyNamingTheFile) {
       EXPECT_NE(log.find(file + "(23): error"), std::string::npos) << log;
     }
   }
+}
+
+// NVRTC cannot compile host code: the failure says so, and what can (in the command line's and in
+// the manifest's words); nvcc then compiles the file.
+TEST_F(CudaMessages, HostCodeGetsTheNvccHint) {
+  write("src/host.cu", kHostProgram);
+  RunResult r = compile("src/host.cu");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.error_output.find("cannot open source file \"stdio.h\""), std::string::npos)
+      << r.error_output;
+  EXPECT_NE(r.error_output.find("hint: NVRTC compiles device code only"), std::string::npos)
+      << r.error_output;
+  EXPECT_NE(r.error_output.find("--backend nvcc compiles host code"), std::string::npos)
+      << r.error_output;
+  RunResult nvcc = compile("src/host.cu", {"--backend", "nvcc"});
+  EXPECT_EQ(nvcc.exit_code, 0) << nvcc.error_output;
+  json result;
+  build({{{"name", "host"},
+          {"kind", "cuda"},
+          {"sources", {path("src/host.cu").string()}},
+          {"arch", "sm_80"}}},
+        result);
+  ASSERT_EQ(result["jobs"].size(), 1u);
+  std::string log = result["jobs"][0]["log"];
+  EXPECT_NE(log.find("\"backend\": \"nvcc\" compiles host code"), std::string::npos) << log;
 }
 
 }  // namespace

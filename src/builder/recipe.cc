@@ -23,13 +23,14 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// cuda::compile, whose failure is told briefly: the library's message starts with the whole
-// source (as the seed's), which a build log would repeat for every failed kernel.
+// cuda::compile, whose failure is told briefly and in the manifest's words: the library's message
+// starts with the whole source (as the seed's), which a build log would repeat for every failed
+// kernel.
 cuda::CompileResult compile_briefly(std::string_view code, const cuda::CompileOptions& options) {
   try {
     return cuda::compile(code, options);
   } catch (const ToolFailed& e) {
-    throw cuda::brief_failure(e);
+    throw cuda::brief_failure(e, cuda::Audience::manifest);
   }
 }
 
@@ -251,8 +252,8 @@ Recipe Chooser::by_kind() {
   return tar_recipe(ws_.output, ws_.inputs);
 }
 
-// A CUDA compile in kiln's process that fails is told briefly, as compile_briefly() tells one in
-// a pool worker.
+// A CUDA compile in kiln's process that fails is told briefly and in the manifest's words, as
+// compile_briefly() tells one in a pool worker.
 void tell_cuda_failures_briefly(Recipe& recipe) {
   for (RecipeStep& step : recipe.steps) {
     auto* call = std::get_if<CallStep>(&step);
@@ -261,7 +262,7 @@ void tell_cuda_failures_briefly(Recipe& recipe) {
       try {
         inner();
       } catch (const ToolFailed& e) {
-        throw cuda::brief_failure(e);
+        throw cuda::brief_failure(e, cuda::Audience::manifest);
       }
     };
   }

@@ -41,13 +41,13 @@ std::string read_source(const std::string& path) {
   return text.str();
 }
 
-// The compile, its failure told briefly (the library's message starts with the whole source, as
-// the seed's does).
+// The compile, its failure told briefly and in the command line's words (the library's message
+// starts with the whole source, as the seed's does).
 cuda::CompileResult compile_file(const std::string& code, const cuda::CompileOptions& options) {
   try {
     return cuda::compile(code, options);
   } catch (const ToolFailed& e) {
-    throw cuda::brief_failure(e);
+    throw cuda::brief_failure(e, cuda::Audience::command_line);
   }
 }
 

@@ -1,4 +1,5 @@
-// kiln/cuda_messages.h with the real nvcc and NVRTC: failures retold briefly.
+// kiln/cuda_messages.h with the real nvcc and NVRTC: failures retold briefly, and the host-code
+// hint on what NVRTC really says about host code.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -56,7 +57,7 @@ TEST_F(CudaMessages, TheHeadersExample) {
       compile("__global__ void k() { int x = ; }\n",
               {.arch = "sm_80", .source_path = dir / "k.cu", .use_cache = false});
     } catch (const ToolFailed& e) {
-      throw brief_failure(e);
+      throw brief_failure(e, Audience::command_line);
     }
     ADD_FAILURE() << "compiled";
   } catch (const ToolFailed& e) {
@@ -72,7 +73,7 @@ TEST_F(CudaMessages, AOneErrorFailureIsBriefWithoutTheSourceBothBackends) {
     ToolFailed full = failure("one.cu", one_error_kernel(), backend);
     ASSERT_NE(std::string(full.what()).find("kiln filler line 7"), std::string::npos)
         << "the library's message keeps the seed's source";
-    ToolFailed brief = brief_failure(full);
+    ToolFailed brief = brief_failure(full, Audience::command_line);
     std::string text = brief.what();
     EXPECT_EQ(text.find("kiln filler line"), std::string::npos) << text;
     EXPECT_LT(lines(text), 40u) << text;
@@ -86,6 +87,63 @@ TEST_F(CudaMessages, AOneErrorFailureIsBriefWithoutTheSourceBothBackends) {
     if (backend == Backend::nvcc) {  // NVRTC's file name and lines are the program's
       EXPECT_NE(text.find((dir / "one.cu").string() + "(23): error"), std::string::npos) << text;
     }
+    EXPECT_EQ(text.find("hint:"), std::string::npos) << "no host code here";
+  }
+}
+
+// A program with host code: a host header and main(). NVRTC cannot compile it and the brief
+// message says what can; nvcc compiles it.
+TEST_F(CudaMessages, HostCodeGetsTheHintInEachAudiencesWords) {
+  const std::string program =
+      "#include <stdio.h>\n"
+      "__global__ void k(float* a) { a[threadIdx.x] *= 2; }\n"
+      "int main() {\n  float* d;\n  cudaMalloc(&d, 4);\n  k<<<1, 1>>>(d);\n"
+      "  printf(\"done\\n\");\n  return 0;\n}\n";
+  ToolFailed full = failure("host.cu", program, Backend::nvrtc);
+  EXPECT_TRUE(shows_host_code(full.output())) << full.output();
+  std::string cli = brief_failure(full, Audience::command_line).what();
+  EXPECT_NE(cli.find("hint: NVRTC compiles device code only"), std::string::npos) << cli;
+  EXPECT_NE(cli.find("--backend nvcc"), std::string::npos) << cli;
+  std::string manifest = brief_failure(full, Audience::manifest).what();
+  EXPECT_NE(manifest.find("\"backend\": \"nvcc\""), std::string::npos) << manifest;
+  EXPECT_EQ(std::count(cli.begin(), cli.end(), '\n'),
+            std::count(manifest.begin(), manifest.end(), '\n'));
+  std::string cubin = compile(program, {.format = Format::cubin,
+                                        .arch = "sm_80",
+                                        .source_path = dir / "host.cu",
+                                        .backend = Backend::nvcc,
+                                        .use_cache = false})
+                          .bytes;
+  EXPECT_EQ(cubin.substr(0, 4),
+            "\x7f"
+            "ELF")
+      << "nvcc compiles what the hint sends it";
+}
+
+// What NVRTC 13 really says, for each kind of host code, and for device code that fails for
+// other reasons.
+TEST_F(CudaMessages, TheHintFollowsWhatNvrtcSays) {
+  const std::string kernel = "__global__ void k(float* a) { a[threadIdx.x] *= 2; }\n";
+  struct Case {
+    std::string name;
+    std::string code;
+    bool host;
+  };
+  for (const Case& c : {
+           Case{"vector", "#include <vector>\n" + kernel, true},
+           Case{"cstdio", "#include <cstdio>\n" + kernel, true},
+           Case{"sys_time", "#include <sys/time.h>\n" + kernel, true},
+           Case{"runtime",
+                kernel + "void run(float* d) { cudaMemcpy(d, d, 4, cudaMemcpyDefault); }\n", true},
+           Case{"launch", kernel + "int main() { k<<<1, 1>>>(nullptr); return 0; }\n", true},
+           Case{"own_header", "#include \"missing.cuh\"\n" + kernel, false},
+           Case{"syntax", kernel + "__device__ int f() { int y = ; return y; }\n", false},
+       }) {
+    SCOPED_TRACE(c.name);
+    ToolFailed full = failure(c.name + ".cu", c.code, Backend::nvrtc);
+    EXPECT_EQ(shows_host_code(full.output()), c.host) << full.output();
+    std::string brief = brief_failure(full, Audience::command_line).what();
+    EXPECT_EQ(brief.find("hint:") != std::string::npos, c.host) << brief;
   }
 }
 
