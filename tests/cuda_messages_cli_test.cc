@@ -164,5 +164,31 @@ TEST_F(CudaMessages, HostCodeGetsTheNvccHint) {
   EXPECT_NE(log.find("\"backend\": \"nvcc\" compiles host code"), std::string::npos) << log;
 }
 
+// NVRTC makes no fatbin: the command line names its options, a manifest its keys; neither speaks
+// of tvm.support's arguments.
+TEST_F(CudaMessages, TheFatbinRefusalNamesTheOptionsOrTheKeys) {
+  write("src/k.cu", "extern \"C\" __global__ void k(float* a) { a[0] *= 2; }\n");
+  RunResult r = compile("src/k.cu", {}, "fatbin");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.error_output.find("--format cubin or --format ptx"), std::string::npos)
+      << r.error_output;
+  EXPECT_NE(r.error_output.find("--backend nvcc"), std::string::npos) << r.error_output;
+  EXPECT_EQ(r.error_output.find("target_format"), std::string::npos) << r.error_output;
+  json result;
+  RunResult b = build({{{"name", "fat"},
+                        {"kind", "cuda"},
+                        {"sources", {path("src/k.cu").string()}},
+                        {"arch", "sm_80"},
+                        {"format", "fatbin"}}},
+                      result);
+  EXPECT_EQ(b.exit_code, 2) << "a manifest error, found before anything runs";
+  EXPECT_NE(b.error_output.find("job \"fat\": NVRTC does not support fatbin generation"),
+            std::string::npos)
+      << b.error_output;
+  EXPECT_NE(b.error_output.find("\"format\": \"cubin\""), std::string::npos) << b.error_output;
+  EXPECT_NE(b.error_output.find("\"backend\": \"nvcc\""), std::string::npos) << b.error_output;
+  EXPECT_EQ(b.error_output.find("target_format"), std::string::npos) << b.error_output;
+}
+
 }  // namespace
 }  // namespace kiln

@@ -1,7 +1,7 @@
 // What a front end (kiln's command line, kiln build) tells a person about a CUDA compile. The
 // library's own errors keep the seed's text for tvm.support's callers: a failed compile's
-// message starts with the whole source. A front end retells them here: briefly, naming the
-// user's file, in its own words.
+// message starts with the whole source, and NVRTC's fatbin refusal names tvm.support's
+// arguments. A front end retells them here: briefly, naming the user's file, in its own words.
 //
 //   try {
 //     kiln::cuda::compile(code, {.arch = "sm_80", .source_path = "k.cu"});
@@ -43,5 +43,9 @@ bool shows_host_code(std::string_view nvrtc_log);
 // One line: NVRTC compiles device code only, and nvcc (named as `audience` asks for it)
 // compiles host code.
 std::string host_code_hint(Audience audience);
+
+// Why NVRTC makes no fatbin, naming the formats it makes and the backend that makes a fatbin as
+// `audience` asks for them. (The library's InvalidArgument names tvm.support's arguments.)
+std::string nvrtc_fatbin_refusal(Audience audience);
 
 }  // namespace kiln::cuda

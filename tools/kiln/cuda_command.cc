@@ -44,6 +44,10 @@ std::string read_source(const std::string& path) {
 // The compile, its failure told briefly and in the command line's words (the library's message
 // starts with the whole source, as the seed's does).
 cuda::CompileResult compile_file(const std::string& code, const cuda::CompileOptions& options) {
+  if (options.backend == cuda::Backend::nvrtc && options.format == cuda::Format::fatbin &&
+      !cuda::uses_nvshmem(code)) {  // NVSHMEM code is made a cubin whatever the format
+    throw InvalidArgument(cuda::nvrtc_fatbin_refusal(cuda::Audience::command_line));
+  }
   try {
     return cuda::compile(code, options);
   } catch (const ToolFailed& e) {

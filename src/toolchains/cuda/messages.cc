@@ -65,6 +65,13 @@ std::string host_code_hint(Audience audience) {
       setting(audience, "backend", "nvcc"));
 }
 
+std::string nvrtc_fatbin_refusal(Audience audience) {
+  return fmt::format(
+      "NVRTC does not support fatbin generation: use {} or {} with NVRTC, or {} for a fatbin",
+      setting(audience, "format", "cubin"), setting(audience, "format", "ptx"),
+      setting(audience, "backend", "nvcc"));
+}
+
 ToolFailed brief_failure(const ToolFailed& failure, Audience audience) {
   std::string_view output = failure.output();
   std::string_view label = first_line(output);

@@ -1,5 +1,6 @@
-// kiln/cuda_messages.h with the real nvcc and NVRTC: failures retold briefly, and the host-code
-// hint on what NVRTC really says about host code.
+// kiln/cuda_messages.h with the real nvcc and NVRTC: failures retold briefly, the host-code hint
+// on what NVRTC really says about host code, and the refusal of a fatbin in each audience's
+// words.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -144,6 +145,21 @@ TEST_F(CudaMessages, TheHintFollowsWhatNvrtcSays) {
     EXPECT_EQ(shows_host_code(full.output()), c.host) << full.output();
     std::string brief = brief_failure(full, Audience::command_line).what();
     EXPECT_EQ(brief.find("hint:") != std::string::npos, c.host) << brief;
+  }
+}
+
+TEST_F(CudaMessages, TheFatbinRefusalNamesTheAudiencesSettings) {
+  EXPECT_EQ(nvrtc_fatbin_refusal(Audience::command_line),
+            "NVRTC does not support fatbin generation: use --format cubin or --format ptx with "
+            "NVRTC, or --backend nvcc for a fatbin");
+  EXPECT_EQ(nvrtc_fatbin_refusal(Audience::manifest),
+            "NVRTC does not support fatbin generation: use \"format\": \"cubin\" or \"format\": "
+            "\"ptx\" with NVRTC, or \"backend\": \"nvcc\" for a fatbin");
+  try {  // the library keeps the seed's words, for tvm.support's callers
+    compile_cuda("__global__ void k() {}\n", {.format = Format::fatbin, .arch = "sm_80"});
+    ADD_FAILURE() << "NVRTC made a fatbin";
+  } catch (const InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find("target_format='cubin'"), std::string::npos);
   }
 }
 
