@@ -49,6 +49,11 @@ Attempt attempt_of_exception() {
   } catch (const ToolNotFound& e) {
     return {.result = Attempt::Result::skipped,
             .log = fmt::format("toolchain absent: {}", e.what())};
+  } catch (const TaskError& e) {  // a pool worker's task (NVRTC) threw: kiln's errors as they read
+    bool kilns = e.type_name().starts_with("kiln::");
+    std::optional<Ending> ending;
+    if (e.type_name() == "kiln::ToolFailed") ending = Ending::exited(1);  // an in-process compile
+    return failed(ending, kilns ? e.message() : e.what(), reports_compiler_crash(e.message()));
   } catch (const std::exception& e) {
     return failed(std::nullopt, e.what());
   }

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "kiln/cuda_messages.h"
 #include "manifest_parser.h"
 #include "manifest_rules.h"
 
@@ -163,6 +164,9 @@ void Parser::read_settings(const Json& entry, Job& job, const std::string& where
     job.format = !values["format"].empty()            ? cuda::format_from_name(values["format"])
                  : job.backend == cuda::Backend::nvcc ? cuda::Format::ptx
                                                       : cuda::Format::cubin;
+    if (job.backend == cuda::Backend::nvrtc && job.format == cuda::Format::fatbin) {
+      fail(fmt::format("{}: {}", where, cuda::nvrtc_fatbin_refusal(cuda::Audience::manifest)));
+    }
   }
 }
 

@@ -155,7 +155,7 @@ TEST_F(ManifestTest, EveryKindWithItsOutputName) {
       {"name": "a", "kind": "static", "inputs": ["@o"]},
       {"name": "ll", "kind": "llvm-ir", "code": "int f(void);", "language": "c"},
       {"name": "ptx", "kind": "cuda", "code": "__global__ void k() {}", "backend": "nvcc"},
-      {"name": "fat", "kind": "cuda", "sources": ["gemm.cu"], "format": "fatbin"},
+      {"name": "fat", "kind": "cuda", "sources": ["gemm.cu"], "format": "fatbin", "backend": "nvcc"},
       {"name": "co", "kind": "rocm-co", "sources": ["k.cl"], "arch": "gfx90a"},
       {"name": "w", "kind": "wasm", "sources": ["add.c"]},
       {"name": "t", "kind": "tar", "inputs": ["@exe", "notes.txt"]}]})json");
@@ -168,9 +168,9 @@ TEST_F(ManifestTest, EveryKindWithItsOutputName) {
   EXPECT_EQ(m.jobs[1].inputs[1].file, tmp_ / "lib/prebuilt.o");
   EXPECT_TRUE(m.jobs[1].inputs[1].job.empty());
   EXPECT_EQ(m.jobs[2].language, Language::cxx);
-  EXPECT_EQ(m.jobs[5].language, Language::cuda);   // implied by the kind
-  EXPECT_EQ(m.jobs[5].format, cuda::Format::ptx);  // nvcc's default, as kiln::cuda's
-  EXPECT_EQ(m.jobs[6].backend, cuda::Backend::nvrtc);
+  EXPECT_EQ(m.jobs[5].language, Language::cuda);      // implied by the kind
+  EXPECT_EQ(m.jobs[5].format, cuda::Format::ptx);     // nvcc's default, as kiln::cuda's
+  EXPECT_EQ(m.jobs[6].format, cuda::Format::fatbin);  // NVRTC (the default backend) makes none
   EXPECT_EQ(m.jobs[7].language, Language::opencl);
   EXPECT_EQ(m.jobs[7].arch, "gfx90a");
   EXPECT_EQ(m.jobs[9].inputs[1].file, tmp_ / "notes.txt");
@@ -469,6 +469,11 @@ TEST_F(ManifestErrors, SettingValues) {
       has(error(R"({"name": "k", "kind": "cuda", "sources": ["gemm.cu"], "format": "elf"})"),
           "job \"k\": key \"format\": \"elf\" is not a CUDA format (one of ptx, "
           "cubin, fatbin)"));
+  // NVRTC makes no fatbin: said in the manifest's words, before anything runs.
+  EXPECT_TRUE(
+      has(error(R"({"name": "k", "kind": "cuda", "sources": ["gemm.cu"], "format": "fatbin"})"),
+          "job \"k\": NVRTC does not support fatbin generation: use \"format\": \"cubin\" or "
+          "\"format\": \"ptx\" with NVRTC, or \"backend\": \"nvcc\" for a fatbin"));
   EXPECT_TRUE(
       has(error(R"({"name": "k", "kind": "cuda", "sources": ["gemm.cu"], "backend": "hip"})"),
           "job \"k\": key \"backend\": \"hip\" is not a CUDA backend (one of "

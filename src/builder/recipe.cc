@@ -9,6 +9,7 @@
 #include "kiln/cc.h"
 #include "kiln/clang.h"
 #include "kiln/cuda.h"
+#include "kiln/cuda_messages.h"
 #include "kiln/emcc.h"
 #include "kiln/error.h"
 #include "kiln/ndk.h"
@@ -22,6 +23,17 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// cuda::compile, whose failure is told briefly and in the manifest's words: the library's message
+// starts with the whole source (as the seed's), which a build log would repeat for every failed
+// kernel.
+cuda::CompileResult compile_briefly(std::string_view code, const cuda::CompileOptions& options) {
+  try {
+    return cuda::compile(code, options);
+  } catch (const ToolFailed& e) {
+    throw cuda::brief_failure(e, cuda::Audience::manifest);
+  }
+}
+
 // NVRTC runs in the library's own process: a crash or hang there must take down a pool worker,
 // never kiln. Arguments: {code, format, arch, options, source_path}; result: {bytes, log}.
 Value compile_cuda_task(Value args) {
@@ -32,7 +44,7 @@ Value compile_cuda_task(Value args) {
   options.backend = cuda::Backend::nvrtc;
   options.source_path = args["source_path"].get<std::string>();
   options.use_cache = false;  // kiln build caches the job's output itself
-  cuda::CompileResult result = cuda::compile(args["code"].get<std::string>(), options);
+  cuda::CompileResult result = compile_briefly(args["code"].get<std::string>(), options);
   return {{"bytes", Value::binary(std::vector<std::uint8_t>(result.bytes.begin(), result.bytes.end()))},
           {"log", std::move(result.log)}};
 }
@@ -171,12 +183,14 @@ Recipe Chooser::cuda_kernel() {
           .log = result["log"].get<std::string>()};
     };
   }
-  cuda::CompileOptions compile{.format = job_.format,
-                               .arch = job_.arch,
-                               .options = options,
-                               .output = ws_.output,
-                               .backend = job_.backend,
-                               .use_cache = false};
+  cuda::CompileOptions compile{
+      .format = job_.format,
+      .arch = job_.arch,
+      .options = options,
+      .output = ws_.output,
+      .source_path = job_.sources.empty() ? fs::path() : job_.sources.front(),
+      .backend = job_.backend,
+      .use_cache = false};
   headers = [code, compile](const fs::path& scratch) {
     return cuda::headers_read(code, compile, scratch);
   };
@@ -238,8 +252,25 @@ Recipe Chooser::by_kind() {
   return tar_recipe(ws_.output, ws_.inputs);
 }
 
+// A CUDA compile in kiln's process that fails is told briefly and in the manifest's words, as
+// compile_briefly() tells one in a pool worker.
+void tell_cuda_failures_briefly(Recipe& recipe) {
+  for (RecipeStep& step : recipe.steps) {
+    auto* call = std::get_if<CallStep>(&step);
+    if (call == nullptr) continue;
+    call->call = [inner = std::move(call->call)] {
+      try {
+        inner();
+      } catch (const ToolFailed& e) {
+        throw cuda::brief_failure(e, cuda::Audience::manifest);
+      }
+    };
+  }
+}
+
 Recipe Chooser::choose() {
   Recipe recipe = by_kind();
+  if (job_.kind == JobKind::cuda) tell_cuda_failures_briefly(recipe);
   if (!inline_source_.empty()) {
     recipe.steps.insert(recipe.steps.begin(),
                         CallStep{.name = "write " + inline_source_.filename().string(),

@@ -12,6 +12,7 @@
 #include "commands.h"
 #include "kiln/cache.h"
 #include "kiln/cuda.h"
+#include "kiln/cuda_messages.h"
 #include "kiln/error.h"
 #include "kiln/text.h"
 
@@ -40,6 +41,20 @@ std::string read_source(const std::string& path) {
   return text.str();
 }
 
+// The compile, its failure told briefly and in the command line's words (the library's message
+// starts with the whole source, as the seed's does).
+cuda::CompileResult compile_file(const std::string& code, const cuda::CompileOptions& options) {
+  if (options.backend == cuda::Backend::nvrtc && options.format == cuda::Format::fatbin &&
+      !cuda::uses_nvshmem(code)) {  // NVSHMEM code is made a cubin whatever the format
+    throw InvalidArgument(cuda::nvrtc_fatbin_refusal(cuda::Audience::command_line));
+  }
+  try {
+    return cuda::compile(code, options);
+  } catch (const ToolFailed& e) {
+    throw cuda::brief_failure(e, cuda::Audience::command_line);
+  }
+}
+
 void compile(const CompileArgs& args) {
   cuda::Backend backend = cuda::backend_from_name(args.backend);
   std::optional<cuda::Format> format;
@@ -52,12 +67,13 @@ void compile(const CompileArgs& args) {
                         ? fs::path(args.file).filename().replace_extension(
                               std::string(".") + std::string(cuda::format_name(chosen)))
                         : fs::path(args.output);
-  std::string bytes = cuda::compile_cuda(code, {.format = format,
-                                                .arch = args.arch,
-                                                .options = passthrough(),
-                                                .output = output,
-                                                .backend = backend});
-  std::cout << fmt::format("{}: {} bytes of {} ({}{})\n", output.string(), bytes.size(),
+  cuda::CompileResult result = compile_file(code, {.format = format,
+                                                   .arch = args.arch,
+                                                   .options = passthrough(),
+                                                   .output = output,
+                                                   .source_path = args.file,
+                                                   .backend = backend});
+  std::cout << fmt::format("{}: {} bytes of {} ({}{})\n", output.string(), result.bytes.size(),
                            cuda::format_name(chosen), cuda::backend_name(backend),
                            args.arch.empty() ? "" : ", " + args.arch);
 }

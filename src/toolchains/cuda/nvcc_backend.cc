@@ -49,7 +49,8 @@ std::string nvcc_program() {
 // ptxas' options, then the request's own options.
 std::vector<std::string> nvcc_command(const Request& request, Format format,
                                       const std::optional<std::string>& dump,
-                                      const std::string& digits) {
+                                      const std::string& digits,
+                                      const std::vector<std::string>& source_options) {
   std::vector<std::string> cmd = {nvcc_program(), fmt::format("--{}", format_name(format)), "-O3"};
   if (dump) {
     cmd.insert(cmd.end(), {"-lineinfo", "--keep", "--keep-dir=" + *dump});
@@ -69,19 +70,66 @@ std::vector<std::string> nvcc_command(const Request& request, Format format,
     ptxas += (ptxas.back() == '=' ? "" : ",") + flag;
   }
   cmd.push_back(ptxas);
+  cmd.insert(cmd.end(), source_options.begin(), source_options.end());
   cmd.insert(cmd.end(), request.options.begin(), request.options.end());
   return cmd;
 }
 
+// Where nvcc reads the code from, and what that adds to its command and to the cache key.
+struct NvccSource {
+  fs::path path;
+  // For a copy of the user's file: -I<its directory>, before the request's own options, so that
+  // its "..." includes are found there first, as beside the file itself.
+  std::vector<std::string> options{};
+  // The user's file, whose name nvcc's messages (and -lineinfo) then carry; "" for none.
+  std::string key{};
+};
+
+// The user's file itself when `code` is exactly its content, it is a .cu file (nvcc picks the
+// language by the extension) and no dump is asked for: nvcc then finds its "..." includes beside
+// it and names it and its lines in messages, exactly as when it is given the file. Otherwise a
+// copy, tvm_kernels.cu in `dir` (as the seed writes it), which starts with a #line naming the
+// user's file when there is one.
+NvccSource nvcc_source(const Request& request, const fs::path& dir, bool dump) {
+  const fs::path& file = request.source_path;
+  NvccSource source{.path = dir / "tvm_kernels.cu", .key = file.string()};
+  if (file.empty()) {
+    kiln::internal::write_file(source.path, request.code);
+    return source;
+  }
+  if (!dump && file.extension() == ".cu" && kiln::internal::is_file(file)) {
+    std::string content;
+    try {
+      content = kiln::internal::read_file(file);
+    } catch (const Error&) {  // NOLINT(bugprone-empty-catch): unreadable, so compiled as a copy
+    }
+    if (content == request.code) {
+      // A relative name that starts with '-' would be read as an option.
+      fs::path path = file.string().starts_with('-') ? fs::path(".") / file : file;
+      return {.path = path, .key = "in place:" + file.string()};
+    }
+  }
+  std::string quoted;
+  for (char c : file.string()) {
+    if (c == '"' || c == '\\') quoted.push_back('\\');
+    quoted.push_back(c);
+  }
+  kiln::internal::write_file(source.path, fmt::format("#line 1 \"{}\"\n{}", quoted, request.code));
+  fs::path parent = file.parent_path();
+  source.options.push_back("-I" + (parent.empty() ? std::string(".") : parent.string()));
+  return source;
+}
+
 // The cache key of a compile: everything but the temporary paths decides the output (the
-// command, nvcc's identity and version, the source, and NVSHMEM's headers and device library).
+// command, nvcc's identity and version, the source, the user's file it names and the directory
+// its relative paths start from, and NVSHMEM's headers and device library).
 std::string nvcc_cache_key(const std::vector<std::string>& cmd, const Request& request,
-                           const std::optional<NvshmemPaths>& nvshmem) {
+                           const NvccSource& source, const std::optional<NvshmemPaths>& nvshmem) {
   std::string nvshmem_lib;
   if (nvshmem) nvshmem_lib = file_identity(nvshmem->lib_dir / "libnvshmem_device.a");
   return cache_key({"nvcc-2", file_identity(fs::path(cmd[0])), nvcc_version(cmd[0]),
                     joined_for_key(cmd), request.code, nvshmem ? nvshmem->include_dir.string() : "",
-                    nvshmem_lib});
+                    nvshmem_lib, source.key, working_directory_for_key()});
 }
 
 // Links `object` (a relocatable NVSHMEM build) with NVSHMEM's device library and cudadevrt into
@@ -91,11 +139,12 @@ fs::path link_with_nvlink(const std::string& code, const fs::path& object,
                           const fs::path& temp, std::string& log) {
   fs::path cubin = temp / "tvm_kernels.cubin";
   fs::path nvlink = fs::path(nvcc_program()).parent_path() / "nvlink";
-  log += run_stage(code,
-                   {nvlink.has_parent_path() ? nvlink.string() : "nvlink", "-arch=sm_" + digits, "-L",
-             nvshmem.lib_dir.string(), "-L", (find_cuda_path() / "lib64").string(), "-l",
-             "nvshmem_device", "-l", "cudadevrt", "-o", cubin.string(), object.string()},
-            temp);
+  log +=
+      run_stage(code,
+                {nvlink.has_parent_path() ? nvlink.string() : "nvlink", "-arch=sm_" + digits, "-L",
+                 nvshmem.lib_dir.string(), "-L", (find_cuda_path() / "lib64").string(), "-l",
+                 "nvshmem_device", "-l", "cudadevrt", "-o", cubin.string(), object.string()},
+                temp);
   return cubin;
 }
 
@@ -110,21 +159,18 @@ CompileResult compile_with_nvcc(const Request& request) {
   std::string digits = arch_digits(request.arch);
 
   TempDirectory temp;
-  fs::path source = temp / "tvm_kernels.cu";
-  if (dump) {
-    fs::create_directories(*dump);
-    source = fs::path(*dump) / "tvm_kernels.cu";
-  }
-  kiln::internal::write_file(source, request.code);
+  if (dump) fs::create_directories(*dump);
+  NvccSource source = nvcc_source(request, dump ? fs::path(*dump) : temp.path(), dump.has_value());
   fs::path target = temp / fmt::format("tvm_kernels.{}", format_name(format));
   if (request.nvshmem) target = temp / "tvm_kernels.o";  // first stage: a relocatable object
 
-  std::vector<std::string> cmd = nvcc_command(request, format, dump, digits);
-  std::optional<DirectCache> direct;  // headers keyed from nvcc's own dependency output
+  std::vector<std::string> cmd = nvcc_command(request, format, dump, digits, source.options);
+  // Headers keyed from nvcc's own dependency output; the user's file compiled in place is among
+  // them, so a change to it during the compile stores nothing.
+  std::optional<DirectCache> direct;
   fs::path depfile = temp / "tvm_kernels.d";
   if (request.cache != nullptr) {
-    direct.emplace(*request.cache,
-                   cache_key({nvcc_cache_key(cmd, request, nvshmem), working_directory_for_key()}),
+    direct.emplace(*request.cache, nvcc_cache_key(cmd, request, source, nvshmem),
                    std::vector<fs::path>{});
     if (std::optional<std::string> hit = direct->get()) {
       return {.bytes = std::move(*hit), .cached = true};
@@ -134,9 +180,9 @@ CompileResult compile_with_nvcc(const Request& request) {
   cmd.insert(cmd.end(), {"-o", target.string()});
   if (request.nvshmem) {
     cmd.insert(cmd.end(),
-               {"-c", source.string(), "-rdc=true", "-I", nvshmem->include_dir.string()});
+               {"-c", source.path.string(), "-rdc=true", "-I", nvshmem->include_dir.string()});
   } else {
-    cmd.push_back(source.string());
+    cmd.push_back(source.path.string());
   }
   std::string log = run_stage(request.code, cmd, temp.path());
   if (request.nvshmem) {
