@@ -52,6 +52,14 @@ struct NvrtcSource prepared_source(const Request& request, const std::string& ar
 // The NVRTC side, in parts (the benchmark drives the seed's layout through them too).
 // The arch as NVRTC gets it: sm_ for a cubin, compute_ for PTX, from the device when empty.
 std::string spelled_arch(const Request& request);
+// -I for each of the toolkit's header directories (include, targets/<machine>-linux/include and
+// its cccl); FileNotFound when none holds cuda_runtime.h.
+std::vector<std::string> include_options(const std::filesystem::path& cuda);
+// Whether compiling `code` with `options` (as the user gave them) may read a header outside the
+// toolkit (whose identity is keyed): a "..." include, a forced include (-include), or an <...>
+// include that a user's include directory holds or that the toolkit does not. When false, a
+// cache need not ask the compiler which headers it read.
+bool reads_outside_toolkit(std::string_view code, const std::vector<std::string>& options);
 // Every option kiln passes to NVRTC for `request`, in the seed's order.
 std::vector<std::string> nvrtc_options(const Request& request, const std::string& arch);
 struct NvrtcOutput {

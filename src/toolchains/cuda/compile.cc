@@ -130,7 +130,7 @@ CompileResult compile(std::string_view code, const CompileOptions& options) {
     if (cache->enabled()) request.cache = &*cache;
   }
   CompileResult result = options.backend == Backend::nvcc ? internal::compile_with_nvcc(request)
-                                                         : internal::compile_with_nvrtc(request);
+                                                          : internal::compile_with_nvrtc(request);
   if (result.bytes.empty()) throw UnexpectedOutput("Compilation error: empty result is generated");
   if (!options.output.empty()) kiln::internal::write_file_atomically(options.output, result.bytes);
   return result;

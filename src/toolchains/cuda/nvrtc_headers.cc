@@ -48,27 +48,21 @@ bool inside(const fs::path& dir, const fs::path& path) {
   return !relative.empty() && *relative.begin() != "..";
 }
 
-// Whether the compile may read a header outside the toolkit (whose identity is keyed): only
-// through a "..." include, a forced include, or an include directory outside it. TVM's kernels
-// include only <cuda_fp16.h> and the like, so their misses need no nvcc -M run (0.6-2 s).
-// `kept`: preprocessing_options() of the compile's options.
-bool reads_outside(const fs::path& toolkit, std::string_view code,
-                   const std::vector<std::string>& kept) {
-  static const std::regex quoted(R"re(#\s*include\s*")re");
-  if (std::regex_search(code.begin(), code.end(), quoted)) return true;
+// The directories named by -I, -isystem and their long spellings among `kept`.
+std::vector<fs::path> include_dirs(const std::vector<std::string>& kept) {
+  std::vector<fs::path> dirs;
   for (size_t i = 0; i < kept.size(); ++i) {
     const std::string& option = kept[i];
-    if (option.starts_with("-include") || option.starts_with("--pre-include")) return true;
     for (std::string_view flag : {"-I", "--include-path", "-isystem", "--system-include"}) {
       if (!option.starts_with(flag)) continue;
       std::string dir = option.size() == flag.size() && i + 1 < kept.size()
                             ? kept[++i]
                             : option.substr(flag.size() + (option[flag.size()] == '=' ? 1 : 0));
-      if (!inside(toolkit, fs::absolute(dir))) return true;
+      dirs.push_back(fs::absolute(dir));
       break;
     }
   }
-  return false;
+  return dirs;
 }
 
 }  // namespace
@@ -80,7 +74,7 @@ std::optional<std::vector<fs::path>> nvrtc_headers(std::string_view code, const 
   fs::path nvcc = find_cuda_path() / "bin" / "nvcc";
   fs::path toolkit = nvcc.parent_path().parent_path().lexically_normal();
   std::vector<std::string> kept = preprocessing_options(options);
-  if (!reads_outside(toolkit, code, kept)) return std::vector<fs::path>{};
+  if (!reads_outside_toolkit(code, options)) return std::vector<fs::path>{};
   fs::path cwd = fs::current_path();
   // nvcc splits -Xcompiler's value on commas and hands it to the host compiler through a shell.
   for (const fs::path& dir : {cwd, source_dir}) {
@@ -110,6 +104,34 @@ std::optional<std::vector<fs::path>> nvrtc_headers(std::string_view code, const 
     if (!inside(toolkit, header) && header != file) headers.push_back(std::move(header));
   }
   return headers;
+}
+
+bool reads_outside_toolkit(std::string_view code, const std::vector<std::string>& options) {
+  static const std::regex quoted(R"re(#\s*include\s*")re");
+  static const std::regex angled(R"re(#\s*include\s*<([^>\n]+)>)re");
+  if (std::regex_search(code.begin(), code.end(), quoted)) return true;
+  std::vector<std::string> kept = preprocessing_options(options);
+  for (const std::string& option : kept) {
+    if (option.starts_with("-include") || option.starts_with("--pre-include")) return true;
+  }
+  fs::path cuda = find_cuda_path();
+  fs::path toolkit = (cuda / "bin" / "nvcc").parent_path().parent_path().lexically_normal();
+  std::vector<fs::path> user_dirs;
+  for (fs::path& dir : include_dirs(kept)) {
+    if (!inside(toolkit, dir) && !inside(cuda, dir)) user_dirs.push_back(std::move(dir));
+  }
+  std::vector<fs::path> toolkit_dirs;
+  for (const std::string& option : include_options(cuda))
+    toolkit_dirs.emplace_back(option.substr(2));
+  std::error_code ec;
+  for (auto it = std::cregex_iterator(code.data(), code.data() + code.size(), angled);
+       it != std::cregex_iterator(); ++it) {
+    std::string header = (*it)[1].str();
+    auto holds = [&](const fs::path& dir) { return fs::exists(dir / header, ec); };
+    if (std::any_of(user_dirs.begin(), user_dirs.end(), holds)) return true;  // shadows
+    if (std::none_of(toolkit_dirs.begin(), toolkit_dirs.end(), holds)) return true;
+  }
+  return false;
 }
 
 }  // namespace kiln::cuda::internal

@@ -119,9 +119,9 @@ fs::path pch_for(const std::string& source, size_t prefix, const std::vector<std
   if (forced || prefix == 0 || prefix > source.size() || nvrtc_version() < std::pair{12, 8}) {
     return {};
   }
-  return pch_dir / (cache_key({"pch", std::string_view(source).substr(0, prefix),
-                               joined_for_key(options)}) +
-                    ".pch");
+  return pch_dir /
+         (cache_key({"pch", std::string_view(source).substr(0, prefix), joined_for_key(options)}) +
+          ".pch");
 }
 
 // Makes `pch` from the header prefix alone, unless another child is making it.
@@ -174,8 +174,8 @@ bool send_answer(int connection, int answering, const nlohmann::json& answer) {
     compile_options.push_back("--use-pch=" + pch.string());
     compile_options.emplace_back("--pch-messages=false");
   }
-  NvrtcAttempt attempt = attempt_nvrtc(source, request["name"].get<std::string>(),
-                                       compile_options, request["cubin"].get<bool>());
+  NvrtcAttempt attempt = attempt_nvrtc(source, request["name"].get<std::string>(), compile_options,
+                                       request["cubin"].get<bool>());
   bool sent = send_answer(connection, answering, answer_of(attempt));
   ::close(connection);
   if (!pch.empty() && !have_pch) make_pch(source.substr(0, prefix), options, pch);
@@ -219,7 +219,8 @@ class Server {
       }
       if (active_.size() >= max_children()) fds[0].events = 0;  // the backlog waits
       int n = ::poll(fds.data(), fds.size(), static_cast<int>(kTick.count()));
-      for (size_t i = 0; n > 0 && i < pids.size(); ++i) watch(pids[i], fds[2 * i + 1], fds[2 * i + 2]);
+      for (size_t i = 0; n > 0 && i < pids.size(); ++i)
+        watch(pids[i], fds[2 * i + 1], fds[2 * i + 2]);
       if (n > 0 && (fds[0].revents & POLLIN) != 0) accept_one();
       int status = 0;
       for (pid_t pid; (pid = ::waitpid(-1, &status, WNOHANG)) > 0;) reap(pid, status, active_);

@@ -11,6 +11,7 @@
 #include "kiln/process.h"
 #include "kiln/temp_directory.h"
 #include "testing/test_support.h"
+#include "toolchains/cuda/backends.h"
 
 namespace kiln::cuda {
 namespace {
@@ -104,6 +105,25 @@ TEST(RealKernels, TmaKernelsThatIncludeCudaBarrierCompileWithBothBackends) {
         code, {.format = Format::cubin, .arch = "sm_90a", .backend = backend, .use_cache = false});
     EXPECT_NE(cubin.find("tma"), std::string::npos) << "the kernel's symbol is in the cubin";
   }
+}
+
+// The kernel cache asks the compiler which headers it read (nvcc -MD, 0.1-0.3 s; for NVRTC, an
+// nvcc -M run) only when a header outside the toolkit may be read; TVM's kernels read none.
+TEST(RealKernels, OnlyHeadersOutsideTheToolkitNeedTheCompilersDependencyOutput) {
+  if (!have_cuda()) GTEST_SKIP() << "needs the CUDA toolkit and NVRTC";
+  TempDirectory mine;
+  write(mine.path() / "mine.h", "#define MINE 1\n");
+  write(mine.path() / "cuda_fp16.h", "#define SHADOW 1\n");
+  std::string user_dir = "-I" + mine.path().string();
+  using internal::reads_outside_toolkit;
+  EXPECT_FALSE(reads_outside_toolkit("#include <cuda_fp16.h>\n#include <cuda/std/cstdint>\n", {}));
+  EXPECT_FALSE(reads_outside_toolkit("#include <mma.h>\n", {user_dir}))
+      << "a user's include directory that holds none of the kernel's headers";
+  EXPECT_TRUE(reads_outside_toolkit("#include \"mine.h\"\n", {}));
+  EXPECT_TRUE(reads_outside_toolkit("#include <mine.h>\n", {user_dir}));
+  EXPECT_TRUE(reads_outside_toolkit("#include <cuda_fp16.h>\n", {user_dir})) << "shadowed";
+  EXPECT_TRUE(reads_outside_toolkit("#include <zlib_of_nobody.h>\n", {}));
+  EXPECT_TRUE(reads_outside_toolkit("", {"-include", (mine.path() / "mine.h").string()}));
 }
 
 }  // namespace
