@@ -207,5 +207,18 @@ TEST_F(NvrtcServer, ItEndsWhenItsSocketIsRemoved) {
   EXPECT_TRUE(testing::wait_process_gone(server[0], 5000));
 }
 
+TEST_F(NvrtcServer, AKilledServerIsReplacedByTheNextCompile) {
+  ASSERT_EQ(compile(kHalfKernel).exit_code, 0);
+  std::vector<pid_t> first = servers();
+  ASSERT_EQ(first.size(), 1u);
+  ::kill(first[0], SIGKILL);  // its socket stays behind, refusing connections
+  ASSERT_TRUE(testing::wait_process_gone(first[0], 5000));
+  RunResult again = compile(kOtherHalfKernel);
+  EXPECT_EQ(again.exit_code, 0) << again.output;
+  std::vector<pid_t> second = servers();
+  ASSERT_EQ(second.size(), 1u);
+  EXPECT_NE(second[0], first[0]);
+}
+
 }  // namespace
 }  // namespace kiln::cuda
