@@ -190,5 +190,44 @@ TEST_F(CudaMessages, TheFatbinRefusalNamesTheOptionsOrTheKeys) {
   EXPECT_EQ(b.error_output.find("target_format"), std::string::npos) << b.error_output;
 }
 
+// A successful compile's warnings and ptxas' resource lines (kiln asks ptxas for -v) are kept:
+// kiln cuda compile prints them on stderr, kiln build keeps them in --json's "log" and prints
+// them with -v. Both backends.
+TEST_F(CudaMessages, WarningsOfASuccessfulCompileAreKept) {
+  write("src/warn.cu",
+        "extern \"C\" __global__ void k(float* a) {\n  int unused;\n  a[0] *= 2;\n}\n");
+  const std::string warning = "variable \"unused\" was declared but never referenced";
+  for (const std::string backend : {"nvrtc", "nvcc"}) {
+    SCOPED_TRACE(backend);
+    RunResult r = compile("src/warn.cu", {"--backend", backend});
+    EXPECT_EQ(r.exit_code, 0) << r.error_output;
+    EXPECT_NE(r.error_output.find(warning), std::string::npos) << r.error_output;
+    EXPECT_NE(r.error_output.find("ptxas info"), std::string::npos) << r.error_output;
+    EXPECT_EQ(r.output.find(warning), std::string::npos) << "stdout says what was written";
+  }
+  std::string file = path("src/warn.cu").string();
+  json jobs = {{{"name", "with_nvrtc"}, {"kind", "cuda"}, {"sources", {file}}, {"arch", "sm_80"}},
+               {{"name", "with_nvcc"},
+                {"kind", "cuda"},
+                {"sources", {file}},
+                {"arch", "sm_80"},
+                {"backend", "nvcc"},
+                {"format", "cubin"}}};
+  json result;
+  RunResult quiet = build(jobs, result, {"-j1"});
+  ASSERT_EQ(quiet.exit_code, 0) << quiet.output << quiet.error_output;
+  EXPECT_EQ(quiet.output.find(warning), std::string::npos) << "printed with -v only";
+  for (const json& job : result["jobs"]) {
+    SCOPED_TRACE(job["name"].get<std::string>());
+    std::string log = job["log"];
+    EXPECT_EQ(job["status"], "done");
+    EXPECT_NE(log.find(warning), std::string::npos) << log;
+    EXPECT_NE(log.find("ptxas info"), std::string::npos) << log;
+  }
+  RunResult verbose = build(jobs, result, {"-j1", "--no-cache", "-v"});
+  ASSERT_EQ(verbose.exit_code, 0) << verbose.output << verbose.error_output;
+  EXPECT_EQ(testing::count_occurrences(verbose.output, warning), 2u) << verbose.output;
+}
+
 }  // namespace
 }  // namespace kiln

@@ -139,7 +139,13 @@ Attempt BuildRunner::run(std::size_t index, const RunScope::Limits& limits, int 
     attempt = attempt_of_exception();
   }
   if (making) {  // tool probes (--version) are not the job's commands
-    for (const auto& record : making->runs()) attempt.commands.push_back(record.command_line);
+    for (const auto& record : making->runs()) {
+      attempt.commands.push_back(record.command_line);
+      // A made job's log: what its tools printed (warnings, ptxas' resource lines).
+      if (attempt.result != Attempt::Result::made || record.output.empty()) continue;
+      if (!attempt.log.empty() && !attempt.log.ends_with('\n')) attempt.log += '\n';
+      attempt.log += record.output;
+    }
   }
   return attempt;
 }

@@ -73,6 +73,10 @@ void compile(const CompileArgs& args) {
                                                    .output = output,
                                                    .source_path = args.file,
                                                    .backend = backend});
+  // The compiler's warnings and ptxas' resource lines, as a compiler run by hand shows them.
+  if (!result.log.empty()) {
+    std::cerr << result.log << (result.log.ends_with('\n') ? "" : "\n") << std::flush;
+  }
   std::cout << fmt::format("{}: {} bytes of {} ({}{})\n", output.string(), result.bytes.size(),
                            cuda::format_name(chosen), cuda::backend_name(backend),
                            args.arch.empty() ? "" : ", " + args.arch);

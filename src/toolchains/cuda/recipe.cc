@@ -1,9 +1,12 @@
 // compile_recipe(): a CUDA compile as a recipe (kiln/cuda.h, kiln/recipe.h).
+#include <chrono>
+
 #include <fmt/format.h>
 
 #include "internal/files.h"
 #include "kiln/cuda.h"
 #include "kiln/error.h"
+#include "kiln/process.h"
 #include "kiln/toolchain_environment.h"
 
 namespace kiln::cuda {
@@ -34,6 +37,35 @@ Recipe nvcc_recipe(std::string code, const CompileOptions& options) {
   return recipe;
 }
 
+// Compiles with NVRTC, through `nvrtc` when given, and records the compile in the caller's
+// RunScope beside the tools that ran: a command line, how it ended, and NVRTC's log (its
+// warnings and ptxas' resource lines), which kiln build keeps.
+void compile_with_nvrtc(const std::string& code, const CompileOptions& options,
+                        const NvrtcCall& nvrtc) {
+  auto started = std::chrono::steady_clock::now();
+  RunScope::Record compiled{.command_line = "nvrtc", .ending = Ending::exited(1)};
+  auto record = [&] {
+    compiled.duration = std::chrono::steady_clock::now() - started;
+    if (RunScope* scope = RunScope::current()) scope->record_in_process(std::move(compiled));
+  };
+  try {
+    if (!nvrtc) {
+      compiled.output = compile(code, options).log;
+    } else {
+      CompileOptions call = options;
+      call.output.clear();
+      CompileResult result = nvrtc(code, call);
+      kiln::internal::write_file_atomically(options.output, result.bytes);
+      compiled.output = std::move(result.log);
+    }
+  } catch (...) {
+    record();
+    throw;
+  }
+  compiled.ending = Ending::exited(0);
+  record();
+}
+
 Recipe nvrtc_recipe(std::string code, const CompileOptions& options, NvrtcCall nvrtc) {
   auto [major, minor] = nvrtc_version();
   std::string version = fmt::format("nvrtc {}.{}", major, minor);
@@ -44,13 +76,7 @@ Recipe nvrtc_recipe(std::string code, const CompileOptions& options, NvrtcCall n
       CallStep{.name = "nvrtc",
                .tool = version,
                .call = [code = std::move(code), options, nvrtc = std::move(nvrtc)] {
-                 if (!nvrtc) {
-                   compile_cuda(code, options);
-                   return;
-                 }
-                 CompileOptions call = options;
-                 call.output.clear();
-                 kiln::internal::write_file_atomically(options.output, nvrtc(code, call).bytes);
+                 compile_with_nvrtc(code, options, nvrtc);
                }});
   return recipe;
 }
