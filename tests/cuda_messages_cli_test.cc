@@ -229,5 +229,23 @@ TEST_F(CudaMessages, WarningsOfASuccessfulCompileAreKept) {
   EXPECT_EQ(testing::count_occurrences(verbose.output, warning), 2u) << verbose.output;
 }
 
+// kiln cuda compile says when the result came from kiln's kernel cache; both backends.
+TEST_F(CudaMessages, ACompileSaysWhenTheCacheServedIt) {
+  write("src/k.cu", "extern \"C\" __global__ void k(float* a) { a[0] *= 2; }\n");
+  for (const std::string backend : {"nvrtc", "nvcc"}) {
+    SCOPED_TRACE(backend);
+    RunResult first = compile("src/k.cu", {"--backend", backend});
+    ASSERT_EQ(first.exit_code, 0) << first.error_output;
+    EXPECT_NE(first.output.find("(" + backend + ", sm_80)"), std::string::npos) << first.output;
+    RunResult again = compile("src/k.cu", {"--backend", backend});
+    ASSERT_EQ(again.exit_code, 0) << again.error_output;
+    EXPECT_NE(again.output.find("(" + backend + ", sm_80, cached)"), std::string::npos)
+        << again.output;
+    EXPECT_EQ(testing::read_file(path("out.cubin")).substr(0, 4),
+              "\x7f"
+              "ELF");
+  }
+}
+
 }  // namespace
 }  // namespace kiln

@@ -77,9 +77,11 @@ void compile(const CompileArgs& args) {
   if (!result.log.empty()) {
     std::cerr << result.log << (result.log.ends_with('\n') ? "" : "\n") << std::flush;
   }
-  std::cout << fmt::format("{}: {} bytes of {} ({}{})\n", output.string(), result.bytes.size(),
-                           cuda::format_name(chosen), cuda::backend_name(backend),
-                           args.arch.empty() ? "" : ", " + args.arch);
+  std::string notes(cuda::backend_name(backend));
+  if (!args.arch.empty()) notes += ", " + args.arch;
+  if (result.cached) notes += ", cached";  // from kiln's kernel cache: no compiler ran
+  std::cout << fmt::format("{}: {} bytes of {} ({})\n", output.string(), result.bytes.size(),
+                           cuda::format_name(chosen), notes);
 }
 
 // One line of `kiln cuda info`: a value, or why there is none.
