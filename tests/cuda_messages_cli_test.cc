@@ -223,6 +223,8 @@ TEST_F(CudaMessages, WarningsOfASuccessfulCompileAreKept) {
     EXPECT_EQ(job["status"], "done");
     EXPECT_NE(log.find(warning), std::string::npos) << log;
     EXPECT_NE(log.find("ptxas info"), std::string::npos) << log;
+    EXPECT_EQ(log.find("redefined"), std::string::npos) << "what the cache's header scan printed";
+    EXPECT_EQ(log.find('\0'), std::string::npos) << "the NUL that ends NVRTC's log";
   }
   RunResult verbose = build(jobs, result, {"-j1", "--no-cache", "-v"});
   ASSERT_EQ(verbose.exit_code, 0) << verbose.output << verbose.error_output;
