@@ -249,5 +249,33 @@ TEST_F(CudaMessages, ACompileSaysWhenTheCacheServedIt) {
   }
 }
 
+// An NVRTC job runs no program, yet --json's "command" shows what NVRTC got, as a command line;
+// for a failed job too.
+TEST_F(CudaMessages, AnNvrtcJobShowsItsOptionsAsACommand) {
+  write("src/k.cu", "extern \"C\" __global__ void k(float* a) { a[0] *= 2; }\n");
+  write("src/one.cu", one_error_kernel());
+  json result;
+  build({{{"name", "good"},
+          {"kind", "cuda"},
+          {"sources", {path("src/k.cu").string()}},
+          {"arch", "sm_80"},
+          {"options", {"-DKILN_MARK=1"}}},
+         {{"name", "bad"},
+          {"kind", "cuda"},
+          {"sources", {path("src/one.cu").string()}},
+          {"arch", "sm_80"}}},
+        result, {"--keep-going", "-j1"});
+  ASSERT_EQ(result["jobs"].size(), 2u);
+  for (const json& job : result["jobs"]) {
+    SCOPED_TRACE(job.dump());
+    std::string command = job["command"].empty() ? "" : job["command"][0];  // then a header scan
+    bool good = job["name"] == "good";
+    EXPECT_EQ(job["status"], good ? "done" : "failed");
+    EXPECT_TRUE(command.starts_with("nvrtc --gpu-architecture=sm_80 ")) << command;
+    EXPECT_TRUE(command.ends_with(path(good ? "src/k.cu" : "src/one.cu").string())) << command;
+    EXPECT_EQ(command.find(" -DKILN_MARK=1 ") != std::string::npos, good) << command;
+  }
+}
+
 }  // namespace
 }  // namespace kiln
