@@ -277,5 +277,21 @@ TEST_F(CudaMessages, AnNvrtcJobShowsItsOptionsAsACommand) {
   }
 }
 
+// kiln cuda info lists the arch-specific targets NVRTC compiles for beside the plain ones.
+TEST_F(CudaMessages, InfoListsTheArchSpecificTargets) {
+  RunResult r = kiln_cli({"cuda", "info", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.error_output;
+  json archs = json::parse(r.output)["nvrtc_architectures"];
+  ASSERT_TRUE(archs.is_array()) << archs.dump();
+  auto listed = [&](const std::string& target) {
+    return std::find(archs.begin(), archs.end(), target) != archs.end();
+  };
+  if (!listed("sm_90")) GTEST_SKIP() << "this NVRTC has no sm_90: " << archs.dump();
+  EXPECT_TRUE(listed("sm_90a")) << archs.dump();
+  EXPECT_FALSE(listed("sm_80a")) << archs.dump();
+  std::vector<std::string> expected = cuda::nvrtc_targets();
+  EXPECT_EQ(archs, json(expected));
+}
+
 }  // namespace
 }  // namespace kiln

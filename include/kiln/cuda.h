@@ -174,5 +174,12 @@ std::optional<std::string> device_compute_version(std::string* why_not = nullptr
 // Throw like compile_cuda when NVRTC cannot be loaded.
 std::pair<int, int> nvrtc_version();
 std::vector<int> nvrtc_supported_archs();
+// Every target NVRTC compiles for, from nvrtc_supported_archs() and nvrtc_version() without
+// compiling anything: each arch as "sm_XY", then its arch-specific variants where NVRTC has
+// them: "sm_XYa" for 90 and up (NVRTC 12.0 and later), the family's "sm_XYf" for 100 and up
+// (NVRTC 12.9 and later). Tests check each rule against real compiles. Throws as nvrtc_version.
+std::vector<std::string> nvrtc_targets();
+// The same rules for the given archs and NVRTC version.
+std::vector<std::string> nvrtc_targets(const std::vector<int>& archs, std::pair<int, int> version);
 
 }  // namespace kiln::cuda

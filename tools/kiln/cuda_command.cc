@@ -103,9 +103,7 @@ nlohmann::json info() {
     return nlohmann::json(fmt::format("{}.{}", major, minor));
   });
   j["nvrtc_architectures"] = probe([] {
-    nlohmann::json archs = nlohmann::json::array();
-    for (int sm : cuda::nvrtc_supported_archs()) archs.push_back(fmt::format("sm_{}", sm));
-    return archs;
+    return nlohmann::json(cuda::nvrtc_targets());  // sm_90a, sm_100f, ... too
   });
   j["libdevice"] = probe([] { return nlohmann::json(cuda::find_libdevice_path(80).string()); });
   j["nvshmem"] = probe([] {
