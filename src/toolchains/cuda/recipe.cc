@@ -63,7 +63,7 @@ std::string nvrtc_command_line(std::string_view code, const CompileOptions& opti
 // Compiles with NVRTC, through `nvrtc` when given, and records the compile in the caller's
 // RunScope beside the tools that ran: a command line, how it ended, and NVRTC's log (its
 // warnings and ptxas' resource lines), which kiln build keeps.
-void compile_with_nvrtc(const std::string& code, const CompileOptions& options,
+void compile_and_record(const std::string& code, const CompileOptions& options,
                         const NvrtcCall& nvrtc) {
   auto started = std::chrono::steady_clock::now();
   RunScope::Record compiled{.command_line = nvrtc_command_line(code, options),
@@ -100,7 +100,7 @@ Recipe nvrtc_recipe(std::string code, const CompileOptions& options, NvrtcCall n
       CallStep{.name = "nvrtc",
                .tool = version,
                .call = [code = std::move(code), options, nvrtc = std::move(nvrtc)] {
-                 compile_with_nvrtc(code, options, nvrtc);
+                 compile_and_record(code, options, nvrtc);
                }});
   return recipe;
 }
