@@ -190,5 +190,108 @@ TEST_F(CudaMessages, TheFatbinRefusalNamesTheOptionsOrTheKeys) {
   EXPECT_EQ(b.error_output.find("target_format"), std::string::npos) << b.error_output;
 }
 
+// A successful compile's warnings and ptxas' resource lines (kiln asks ptxas for -v) are kept:
+// kiln cuda compile prints them on stderr, kiln build keeps them in --json's "log" and prints
+// them with -v. Both backends.
+TEST_F(CudaMessages, WarningsOfASuccessfulCompileAreKept) {
+  write("src/warn.cu",
+        "extern \"C\" __global__ void k(float* a) {\n  int unused;\n  a[0] *= 2;\n}\n");
+  const std::string warning = "variable \"unused\" was declared but never referenced";
+  for (const std::string backend : {"nvrtc", "nvcc"}) {
+    SCOPED_TRACE(backend);
+    RunResult r = compile("src/warn.cu", {"--backend", backend});
+    EXPECT_EQ(r.exit_code, 0) << r.error_output;
+    EXPECT_NE(r.error_output.find(warning), std::string::npos) << r.error_output;
+    EXPECT_NE(r.error_output.find("ptxas info"), std::string::npos) << r.error_output;
+    EXPECT_EQ(r.output.find(warning), std::string::npos) << "stdout says what was written";
+  }
+  std::string file = path("src/warn.cu").string();
+  json jobs = {{{"name", "with_nvrtc"}, {"kind", "cuda"}, {"sources", {file}}, {"arch", "sm_80"}},
+               {{"name", "with_nvcc"},
+                {"kind", "cuda"},
+                {"sources", {file}},
+                {"arch", "sm_80"},
+                {"backend", "nvcc"},
+                {"format", "cubin"}}};
+  json result;
+  RunResult quiet = build(jobs, result, {"-j1"});
+  ASSERT_EQ(quiet.exit_code, 0) << quiet.output << quiet.error_output;
+  EXPECT_EQ(quiet.output.find(warning), std::string::npos) << "printed with -v only";
+  for (const json& job : result["jobs"]) {
+    SCOPED_TRACE(job["name"].get<std::string>());
+    std::string log = job["log"];
+    EXPECT_EQ(job["status"], "done");
+    EXPECT_NE(log.find(warning), std::string::npos) << log;
+    EXPECT_NE(log.find("ptxas info"), std::string::npos) << log;
+    EXPECT_EQ(log.find("redefined"), std::string::npos) << "what the cache's header scan printed";
+    EXPECT_EQ(log.find('\0'), std::string::npos) << "the NUL that ends NVRTC's log";
+  }
+  RunResult verbose = build(jobs, result, {"-j1", "--no-cache", "-v"});
+  ASSERT_EQ(verbose.exit_code, 0) << verbose.output << verbose.error_output;
+  EXPECT_EQ(testing::count_occurrences(verbose.output, warning), 2u) << verbose.output;
+}
+
+// kiln cuda compile says when the result came from kiln's kernel cache; both backends.
+TEST_F(CudaMessages, ACompileSaysWhenTheCacheServedIt) {
+  write("src/k.cu", "extern \"C\" __global__ void k(float* a) { a[0] *= 2; }\n");
+  for (const std::string backend : {"nvrtc", "nvcc"}) {
+    SCOPED_TRACE(backend);
+    RunResult first = compile("src/k.cu", {"--backend", backend});
+    ASSERT_EQ(first.exit_code, 0) << first.error_output;
+    EXPECT_NE(first.output.find("(" + backend + ", sm_80)"), std::string::npos) << first.output;
+    RunResult again = compile("src/k.cu", {"--backend", backend});
+    ASSERT_EQ(again.exit_code, 0) << again.error_output;
+    EXPECT_NE(again.output.find("(" + backend + ", sm_80, cached)"), std::string::npos)
+        << again.output;
+    EXPECT_EQ(testing::read_file(path("out.cubin")).substr(0, 4),
+              "\x7f"
+              "ELF");
+  }
+}
+
+// An NVRTC job runs no program, yet --json's "command" shows what NVRTC got, as a command line;
+// for a failed job too.
+TEST_F(CudaMessages, AnNvrtcJobShowsItsOptionsAsACommand) {
+  write("src/k.cu", "extern \"C\" __global__ void k(float* a) { a[0] *= 2; }\n");
+  write("src/one.cu", one_error_kernel());
+  json result;
+  build({{{"name", "good"},
+          {"kind", "cuda"},
+          {"sources", {path("src/k.cu").string()}},
+          {"arch", "sm_80"},
+          {"options", {"-DKILN_MARK=1"}}},
+         {{"name", "bad"},
+          {"kind", "cuda"},
+          {"sources", {path("src/one.cu").string()}},
+          {"arch", "sm_80"}}},
+        result, {"--keep-going", "-j1"});
+  ASSERT_EQ(result["jobs"].size(), 2u);
+  for (const json& job : result["jobs"]) {
+    SCOPED_TRACE(job.dump());
+    std::string command = job["command"].empty() ? "" : job["command"][0];  // then a header scan
+    bool good = job["name"] == "good";
+    EXPECT_EQ(job["status"], good ? "done" : "failed");
+    EXPECT_TRUE(command.starts_with("nvrtc --gpu-architecture=sm_80 ")) << command;
+    EXPECT_TRUE(command.ends_with(path(good ? "src/k.cu" : "src/one.cu").string())) << command;
+    EXPECT_EQ(command.find(" -DKILN_MARK=1 ") != std::string::npos, good) << command;
+  }
+}
+
+// kiln cuda info lists the arch-specific targets NVRTC compiles for beside the plain ones.
+TEST_F(CudaMessages, InfoListsTheArchSpecificTargets) {
+  RunResult r = kiln_cli({"cuda", "info", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.error_output;
+  json archs = json::parse(r.output)["nvrtc_architectures"];
+  ASSERT_TRUE(archs.is_array()) << archs.dump();
+  auto listed = [&](const std::string& target) {
+    return std::find(archs.begin(), archs.end(), target) != archs.end();
+  };
+  if (!listed("sm_90")) GTEST_SKIP() << "this NVRTC has no sm_90: " << archs.dump();
+  EXPECT_TRUE(listed("sm_90a")) << archs.dump();
+  EXPECT_FALSE(listed("sm_80a")) << archs.dump();
+  std::vector<std::string> expected = cuda::nvrtc_targets();
+  EXPECT_EQ(archs, json(expected));
+}
+
 }  // namespace
 }  // namespace kiln

@@ -47,7 +47,8 @@ struct JobResult {
   // Each command the job ran, as a shell would quote it (one per tool run).
   std::vector<std::string> commands;
   // What went wrong, in full (the tool's message, output and command line), or why the job was
-  // skipped; "" when done or cached.
+  // skipped; when done, what its tools printed (warnings, ptxas' resource lines), often ""; ""
+  // when cached.
   std::string log;
 };
 

@@ -87,8 +87,9 @@ using NvrtcCall =
 // be set: InvalidArgument otherwise). With nvcc its tool is <cuda>/bin/nvcc (find_cuda_path()
 // throws FileNotFound when there is no toolkit), run by compile_cuda; with NVRTC the in-process
 // tool "nvrtc <major>.<minor>" (an Error when NVRTC cannot be loaded), called through `nvrtc`
-// when given, else in this process. The key material holds the options and the environment
-// variables the backends read.
+// when given, else in this process, and recorded in the caller's RunScope (kiln/process.h,
+// record_in_process) as "nvrtc <the options NVRTC gets> <source_path>" with NVRTC's log. The key
+// material holds the options and the environment variables the backends read.
 Recipe compile_recipe(std::string code, const CompileOptions& options, NvrtcCall nvrtc = {});
 
 // The files outside the CUDA toolkit that compiling `code` with `options` reads (the headers it
@@ -174,5 +175,12 @@ std::optional<std::string> device_compute_version(std::string* why_not = nullptr
 // Throw like compile_cuda when NVRTC cannot be loaded.
 std::pair<int, int> nvrtc_version();
 std::vector<int> nvrtc_supported_archs();
+// Every target NVRTC compiles for, from nvrtc_supported_archs() and nvrtc_version() without
+// compiling anything: each arch as "sm_XY", then its arch-specific variants where NVRTC has
+// them: "sm_XYa" for 90 and up (NVRTC 12.0 and later), the family's "sm_XYf" for 100 and up
+// (NVRTC 12.9 and later). Tests check each rule against real compiles. Throws as nvrtc_version.
+std::vector<std::string> nvrtc_targets();
+// The same rules for the given archs and NVRTC version.
+std::vector<std::string> nvrtc_targets(const std::vector<int>& archs, std::pair<int, int> version);
 
 }  // namespace kiln::cuda

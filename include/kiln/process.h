@@ -100,11 +100,16 @@ class RunScope {
     std::optional<std::chrono::steady_clock::time_point> deadline{};
     int cancel_fd = -1;
   };
-  // One run() made in the scope: its command line and how it ended.
+  // One run() made in the scope: its command line, how it ended and what it printed (stdout,
+  // then stderr when apart).
   struct Record {
     std::string command_line;
     Ending ending;
     std::chrono::nanoseconds duration{0};
+    std::string output{};
+    // A compile in kiln's own process (NVRTC; record_in_process()): no program ran, and the
+    // command line is what a person would read for it.
+    bool in_process = false;
   };
 
   explicit RunScope(Limits limits);
@@ -120,6 +125,9 @@ class RunScope {
   static RunScope* current() noexcept;
   // Called by run() for each child it ran.
   void record(const RunResult& result);
+  // Called for each compile by a compiler that runs in kiln's process (NVRTC), so that reports
+  // show it beside the tools that ran; `compile.in_process` is set here.
+  void record_in_process(Record compile);
 
  private:
   Limits limits_;

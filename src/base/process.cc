@@ -249,8 +249,14 @@ RunScope* RunScope::current() noexcept { return current_scope; }
 
 bool RunScope::cancelled() const { return internal::readable(limits_.cancel_fd); }
 
+void RunScope::record_in_process(Record compile) {
+  compile.in_process = true;
+  runs_.push_back(std::move(compile));
+}
+
 void RunScope::record(const RunResult& result) {
-  runs_.push_back({result.command_line, result.ending(), result.duration});
+  runs_.push_back(
+      {result.command_line, result.ending(), result.duration, result.output + result.error_output});
 }
 
 RunResult check(std::string_view label, const RunOptions& options) {

@@ -298,6 +298,21 @@ TEST(RunScope, DeadlineCapsRunsAndIsRecorded) {
   EXPECT_EQ(scope.runs()[0].ending, Ending::timed_out());
 }
 
+// What a run printed is recorded too (kiln build keeps a successful job's warnings), stderr after
+// stdout when they were apart; and whoever compiles in-process records its compile the same way.
+TEST(RunScope, RecordsWhatEachRunPrinted) {
+  RunScope scope({});
+  run({.argv = {"sh", "-c", "echo to-stdout; echo to-stderr >&2"}, .merge_stderr = false});
+  scope.record_in_process(
+      {.command_line = "nvrtc k.cu", .ending = Ending::exited(0), .output = "a warning\n"});
+  ASSERT_EQ(scope.runs().size(), 2u);
+  EXPECT_EQ(scope.runs()[0].output, "to-stdout\nto-stderr\n");
+  EXPECT_FALSE(scope.runs()[0].in_process);
+  EXPECT_EQ(scope.runs()[1].output, "a warning\n");
+  EXPECT_EQ(scope.runs()[1].command_line, "nvrtc k.cu");
+  EXPECT_TRUE(scope.runs()[1].in_process);
+}
+
 // Writing to the cancel descriptor kills the running child from another thread's point of view
 // at once, and nothing starts afterwards; scopes nest and restore.
 TEST(RunScope, CancelKillsTheRunningChild) {

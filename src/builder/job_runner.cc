@@ -59,6 +59,17 @@ Attempt attempt_of_exception() {
   }
 }
 
+// What the tools of a job printed (warnings, ptxas' resource lines), one after the other.
+std::string printed(const std::vector<RunScope::Record>& runs) {
+  std::string text;
+  for (const RunScope::Record& run : runs) {
+    if (run.output.empty()) continue;
+    if (!text.empty() && !text.ends_with('\n')) text += '\n';
+    text += run.output;
+  }
+  return text;
+}
+
 // The files whose content the key holds, re-read after the compile: the sources and the inputs.
 std::vector<fs::path> keyed_files(const Job& job, const Workspace& workspace) {
   std::vector<fs::path> files = job.sources;
@@ -181,12 +192,13 @@ Attempt BuildRunner::make(std::size_t index, const RunScope::Limits& limits, int
   }
   making.emplace(limits);
   perform(prepared.recipe);
+  std::string log = printed(making->runs());  // not what a header scan for the cache prints
   const fs::path& made = workspace.output;
   std::string bytes = internal::read_file(made, "the job made no output");
   if (direct) store(*direct, prepared, workspace, bytes);
   ::chmod(made.c_str(), output_mode(job.kind));
   internal::move_into_place(made, output);
-  return {.result = Attempt::Result::made, .output = output};
+  return {.result = Attempt::Result::made, .output = output, .log = std::move(log)};
 }
 
 }  // namespace kiln::build::detail

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 #include <set>
 
@@ -37,6 +38,7 @@ void expect_what_ran_is_in_the_key(const Job& job, const Recipe& recipe, const W
     ran = scope.runs();
   }
   for (const RunScope::Record& run : ran) {
+    if (run.in_process) continue;  // an NVRTC compile: its tool is checked below
     std::string identity = afresh.of(first_word(run.command_line)).text;
     EXPECT_NE(key.find(identity), std::string::npos)
         << job.name << " ran " << run.command_line << ", whose tool " << identity
@@ -52,7 +54,9 @@ void expect_what_ran_is_in_the_key(const Job& job, const Recipe& recipe, const W
   }
   bool in_process = job.kind == JobKind::tar ||
                     (job.kind == JobKind::cuda && job.backend == cuda::Backend::nvrtc);
-  EXPECT_EQ(ran.empty(), in_process) << job.name;
+  bool tools_ran = std::any_of(ran.begin(), ran.end(),
+                               [](const RunScope::Record& run) { return !run.in_process; });
+  EXPECT_NE(tools_ran, in_process) << job.name;
 }
 
 TEST(Recipe, TheToolsThatRunAreTheToolsInTheKeyForEveryKind) {

@@ -30,7 +30,7 @@ struct Attempt {
   bool compiler_crashed = false;
   // made / from_cache: the output file.
   std::filesystem::path output{};
-  // failed: what went wrong, in full; skipped: why.
+  // failed: what went wrong, in full; skipped: why; made: what its tools printed (warnings).
   std::string log{};
   // Each command the job ran, as a shell would quote it.
   std::vector<std::string> commands{};

@@ -1,5 +1,5 @@
 // kiln build [MANIFEST] [-j N] [--timeout S] [--out DIR] [--json FILE] [--trace FILE]
-//            [--launcher L] [--keep-going] [--no-cache] [--dry-run] [--allow-shared-out]
+//            [--launcher L] [--keep-going] [--no-cache] [--dry-run] [--allow-shared-out] [-v]
 // Builds every job of a manifest (default: the bundled examples), with progress, a summary, and
 // Ctrl-C that stops everything and leaves no partial output.
 #include <fcntl.h>
@@ -47,6 +47,7 @@ struct BuildArgs {
   bool no_cache = false;
   bool dry_run = false;
   bool allow_shared_out = false;
+  bool verbose = false;
 };
 
 // The manifest to build: the one named, else examples/kiln.json here, else the bundled one.
@@ -128,8 +129,10 @@ class Progress {
     if (std::ferror(out_) != 0) closed_.store(true);
   }
 
-  // `out`: stdout, or stderr when a report goes to stdout (--json -).
-  Progress(FILE* out, bool terminal) : out_(out), terminal_(terminal) {
+  // `out`: stdout, or stderr when a report goes to stdout (--json -). `verbose`: also print what
+  // the tools of each job that was done printed (warnings).
+  Progress(FILE* out, bool terminal, bool verbose)
+      : out_(out), terminal_(terminal), verbose_(verbose) {
     if (terminal_) ticker_ = std::thread([this] { tick(); });
   }
   ~Progress() { stop(); }
@@ -172,7 +175,8 @@ class Progress {
   void report(const JobResult& job) {
     bool problem = job.status == JobStatus::failed || job.status == JobStatus::timeout ||
                    job.status == JobStatus::crashed;
-    if (terminal_ && !problem) return;
+    bool told = verbose_ && job.status == JobStatus::done && !job.log.empty();
+    if (terminal_ && !problem && !told) return;
     if (terminal_) put("\r\x1b[K");
     std::string line =
         fmt::format("[{}/{}] {} {} {} {:.2f}s", finished_, total_, build::status_name(job.status),
@@ -184,6 +188,8 @@ class Progress {
           fmt::format("FAILED: {} ({}, {})\n{}\n", job.name, build::kind_name(job.kind),
                       build::status_name(job.status), job.log);
       put(block);
+    } else if (told) {
+      put(job.log + (job.log.ends_with('\n') ? "" : "\n"));
     }
     drawn_ = false;
   }
@@ -223,6 +229,7 @@ class Progress {
   FILE* out_;
   std::atomic<bool> closed_{false};
   bool terminal_;
+  bool verbose_;
   std::mutex mutex_;
   std::condition_variable wake_;
   std::map<std::string, Running> running_;
@@ -268,7 +275,7 @@ int run_build_command(const BuildArgs& args) {
   // A report written to stdout must be all that is there, so that it can be piped.
   bool report_to_stdout = args.json == "-" || args.trace == "-";
   FILE* out = report_to_stdout ? stderr : stdout;
-  Progress progress(out, ::isatty(::fileno(out)) != 0);
+  Progress progress(out, ::isatty(::fileno(out)) != 0, args.verbose);
   options.on_event = [&progress](const Event& event) { progress.on_event(event); };
   build::Report report = build::run_build(manifest, options);
   progress.stop();
@@ -306,6 +313,9 @@ void add_build(CLI::App& app, int* status) {
   sub->add_flag("--keep-going", args->keep_going, "Build what does not depend on a failure");
   sub->add_flag("--no-cache", args->no_cache, "Neither read nor fill the cache");
   sub->add_flag("--dry-run", args->dry_run, "Print what would be built, build nothing");
+  sub->add_flag("-v,--verbose", args->verbose,
+                "Also print what the tools of each job that was done printed (warnings; "
+                "ptxas' resource lines for CUDA)");
   sub->add_flag("--allow-shared-out", args->allow_shared_out,
                 "Build into an --out that another user can write (or one of its parents): by "
                 "default refused, since they could replace the outputs");

@@ -73,9 +73,15 @@ void compile(const CompileArgs& args) {
                                                    .output = output,
                                                    .source_path = args.file,
                                                    .backend = backend});
-  std::cout << fmt::format("{}: {} bytes of {} ({}{})\n", output.string(), result.bytes.size(),
-                           cuda::format_name(chosen), cuda::backend_name(backend),
-                           args.arch.empty() ? "" : ", " + args.arch);
+  // The compiler's warnings and ptxas' resource lines, as a compiler run by hand shows them.
+  if (!result.log.empty()) {
+    std::cerr << result.log << (result.log.ends_with('\n') ? "" : "\n") << std::flush;
+  }
+  std::string notes(cuda::backend_name(backend));
+  if (!args.arch.empty()) notes += ", " + args.arch;
+  if (result.cached) notes += ", cached";  // from kiln's kernel cache: no compiler ran
+  std::cout << fmt::format("{}: {} bytes of {} ({})\n", output.string(), result.bytes.size(),
+                           cuda::format_name(chosen), notes);
 }
 
 // One line of `kiln cuda info`: a value, or why there is none.
@@ -97,9 +103,7 @@ nlohmann::json info() {
     return nlohmann::json(fmt::format("{}.{}", major, minor));
   });
   j["nvrtc_architectures"] = probe([] {
-    nlohmann::json archs = nlohmann::json::array();
-    for (int sm : cuda::nvrtc_supported_archs()) archs.push_back(fmt::format("sm_{}", sm));
-    return archs;
+    return nlohmann::json(cuda::nvrtc_targets());  // sm_90a, sm_100f, ... too
   });
   j["libdevice"] = probe([] { return nlohmann::json(cuda::find_libdevice_path(80).string()); });
   j["nvshmem"] = probe([] {

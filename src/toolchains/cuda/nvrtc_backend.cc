@@ -118,7 +118,7 @@ class Program {
     if (lib_.get_program_log_size(program_, &size) != 0 || size == 0) return {};
     std::string text(size, '\0');
     if (lib_.get_program_log(program_, text.data()) != 0) return {};
-    if (!text.empty() && text.back() == '\0') text.pop_back();
+    while (!text.empty() && text.back() == '\0') text.pop_back();  // ptxas' output ends in one
     return text;
   }
 

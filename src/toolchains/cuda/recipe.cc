@@ -1,9 +1,13 @@
 // compile_recipe(): a CUDA compile as a recipe (kiln/cuda.h, kiln/recipe.h).
+#include <chrono>
+
 #include <fmt/format.h>
 
+#include "backends.h"
 #include "internal/files.h"
 #include "kiln/cuda.h"
 #include "kiln/error.h"
+#include "kiln/process.h"
 #include "kiln/toolchain_environment.h"
 
 namespace kiln::cuda {
@@ -34,6 +38,58 @@ Recipe nvcc_recipe(std::string code, const CompileOptions& options) {
   return recipe;
 }
 
+// The NVRTC compile as a command line a person can read: "nvrtc", the options NVRTC gets, then
+// the user's file, or the name NVRTC gives code from a string. Just "nvrtc" when the options
+// cannot be known (no arch given and no GPU to ask: the compile fails and says so).
+std::string nvrtc_command_line(std::string_view code, const CompileOptions& options) {
+  internal::Request request{.code = std::string(code),
+                            .format = options.format.value_or(Format::cubin),
+                            .arch = options.arch,
+                            .options = options.options,
+                            .nvshmem = uses_nvshmem(code)};
+  if (request.nvshmem) request.format = Format::cubin;
+  std::vector<std::string> argv = {"nvrtc"};
+  try {
+    std::vector<std::string> given =
+        internal::nvrtc_options(request, internal::spelled_arch(request));
+    argv.insert(argv.end(), given.begin(), given.end());
+  } catch (const Error&) {
+    return "nvrtc";
+  }
+  argv.push_back(options.source_path.empty() ? "tvm_kernels.cu" : options.source_path.string());
+  return format_command_line(argv);
+}
+
+// Compiles with NVRTC, through `nvrtc` when given, and records the compile in the caller's
+// RunScope beside the tools that ran: a command line, how it ended, and NVRTC's log (its
+// warnings and ptxas' resource lines), which kiln build keeps.
+void compile_and_record(const std::string& code, const CompileOptions& options,
+                        const NvrtcCall& nvrtc) {
+  auto started = std::chrono::steady_clock::now();
+  RunScope::Record compiled{.command_line = nvrtc_command_line(code, options),
+                            .ending = Ending::exited(1)};
+  auto record = [&] {
+    compiled.duration = std::chrono::steady_clock::now() - started;
+    if (RunScope* scope = RunScope::current()) scope->record_in_process(std::move(compiled));
+  };
+  try {
+    if (!nvrtc) {
+      compiled.output = compile(code, options).log;
+    } else {
+      CompileOptions call = options;
+      call.output.clear();
+      CompileResult result = nvrtc(code, call);
+      kiln::internal::write_file_atomically(options.output, result.bytes);
+      compiled.output = std::move(result.log);
+    }
+  } catch (...) {
+    record();
+    throw;
+  }
+  compiled.ending = Ending::exited(0);
+  record();
+}
+
 Recipe nvrtc_recipe(std::string code, const CompileOptions& options, NvrtcCall nvrtc) {
   auto [major, minor] = nvrtc_version();
   std::string version = fmt::format("nvrtc {}.{}", major, minor);
@@ -44,13 +100,7 @@ Recipe nvrtc_recipe(std::string code, const CompileOptions& options, NvrtcCall n
       CallStep{.name = "nvrtc",
                .tool = version,
                .call = [code = std::move(code), options, nvrtc = std::move(nvrtc)] {
-                 if (!nvrtc) {
-                   compile_cuda(code, options);
-                   return;
-                 }
-                 CompileOptions call = options;
-                 call.output.clear();
-                 kiln::internal::write_file_atomically(options.output, nvrtc(code, call).bytes);
+                 compile_and_record(code, options, nvrtc);
                }});
   return recipe;
 }
