@@ -45,8 +45,9 @@ Value compile_cuda_task(Value args) {
   options.source_path = args["source_path"].get<std::string>();
   options.use_cache = false;  // kiln build caches the job's output itself
   cuda::CompileResult result = compile_briefly(args["code"].get<std::string>(), options);
-  return {{"bytes", Value::binary(std::vector<std::uint8_t>(result.bytes.begin(), result.bytes.end()))},
-          {"log", std::move(result.log)}};
+  return {
+      {"bytes", Value::binary(std::vector<std::uint8_t>(result.bytes.begin(), result.bytes.end()))},
+      {"log", std::move(result.log)}};
 }
 KILN_TASK(kiln_build_cuda, compile_cuda_task);
 

@@ -20,7 +20,7 @@ struct Request {
   std::string arch;  // as the caller gave it; may be empty
   std::vector<std::string> options;
   bool nvshmem = false;
-  const Cache* cache = nullptr;  // where results are looked up and stored; none: no caching
+  const Cache* cache = nullptr;         // where results are looked up and stored; none: no caching
   std::filesystem::path source_path{};  // CompileOptions::source_path
 };
 
