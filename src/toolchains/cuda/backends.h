@@ -2,6 +2,7 @@
 #pragma once
 
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -81,6 +82,17 @@ NvrtcAttempt attempt_nvrtc(const std::string& source, const std::string& name,
 // and the log) or LibraryCallFailed.
 NvrtcOutput checked(const std::string& code, const std::vector<std::string>& options,
                     NvrtcAttempt attempt);
+// `log` less each diagnostic whose first line `drop` picks (with the source line and caret that
+// follow it, up to the blank line), and less NVRTC's remark on suppressing warnings when no
+// warning is left.
+std::string without_diagnostics(std::string_view log,
+                                const std::function<bool(std::string_view)>& drop);
+// NVRTC's notes about precompiled headers: kiln's business, not the user's.
+bool is_pch_note(std::string_view line);
+// A warning located in one of `toolkit_dirs` (cuda_fp8.hpp's deprecations and the like): nvcc
+// does not show these (the toolkit's headers are system headers to it), and the user can do
+// nothing about them.
+bool is_toolkit_warning(std::string_view line, const std::vector<std::string>& toolkit_dirs);
 // attempt_nvrtc then checked.
 NvrtcOutput run_nvrtc(const std::string& code, const std::string& source,
                       const std::vector<std::string>& options, bool cubin,

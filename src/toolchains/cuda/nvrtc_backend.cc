@@ -290,7 +290,14 @@ CompileResult compile_with_nvrtc(const Request& request) {
       dump(*dump_dir, "tvm_kernels.nvrtc.log", output.log);
     }
     if (request.nvshmem) output.bytes = link_nvshmem(request, output.bytes, arch);
-    return CompileResult{.bytes = std::move(output.bytes), .log = std::move(output.log)};
+    std::vector<std::string> toolkit;
+    for (const std::string& include : include_options(find_cuda_path())) {
+      toolkit.push_back(include.substr(2));  // "-I<dir>"
+    }
+    std::string log = without_diagnostics(output.log, [&](std::string_view line) {
+      return is_toolkit_warning(line, toolkit);
+    });
+    return CompileResult{.bytes = std::move(output.bytes), .log = std::move(log)};
   };
   if (request.cache == nullptr) return compile();
   auto [nvrtc_major, nvrtc_minor] = nvrtc_version();

@@ -59,41 +59,6 @@ std::string cbor_of(const nlohmann::json& value) {
   return {bytes.begin(), bytes.end()};
 }
 
-// NVRTC's notes about the precompiled header ("PCH creation disabled because ...", "the
-// initial sequence of preprocessing directives is not compatible with those of precompiled
-// header file ...") are kiln's business, not the user's: each goes, with the source line and
-// caret that follow it up to the blank line.
-std::string without_pch_notes(const std::string& log) {
-  std::string kept;
-  bool skipping = false;
-  bool warnings = false;
-  size_t begin = 0;
-  while (begin < log.size()) {
-    size_t end = log.find('\n', begin);
-    end = end == std::string::npos ? log.size() : end + 1;
-    std::string_view line(log.data() + begin, end - begin);
-    begin = end;
-    if (line.find("PCH") != std::string_view::npos ||
-        line.find("precompiled header") != std::string_view::npos) {
-      skipping = true;
-    } else if (skipping && line.find_first_not_of(" \t\r\n") == std::string_view::npos) {
-      skipping = false;
-    } else if (!skipping) {
-      kept += line;
-      warnings = warnings || line.find("warning") != std::string_view::npos;
-    }
-  }
-  if (!warnings) {  // the remark on suppressing warnings was about a PCH note alone
-    size_t remark = kept.find("Remark: The warnings can be suppressed");
-    if (remark != std::string::npos) {
-      size_t end = kept.find('\n', remark);
-      kept.erase(remark, end == std::string::npos ? std::string::npos : end - remark + 1);
-    }
-  }
-  size_t first = kept.find_first_not_of('\n');
-  return first == std::string::npos ? std::string() : kept.substr(first);
-}
-
 // Keeps at most kMaxPchFiles precompiled headers (60 MB and more each): the oldest go.
 void evict_pch(const fs::path& dir) {
   std::vector<std::pair<fs::file_time_type, fs::path>> files;
@@ -143,7 +108,7 @@ nlohmann::json answer_of(const NvrtcAttempt& attempt) {
           {"failed_call", attempt.failed_call},
           {"bytes", nlohmann::json::binary(
                         std::vector<std::uint8_t>(attempt.bytes.begin(), attempt.bytes.end()))},
-          {"log", without_pch_notes(attempt.log)}};
+          {"log", without_diagnostics(attempt.log, is_pch_note)}};
 }
 
 // Tells the parent the answer is on its way (it no longer speaks for this child), then sends it.
