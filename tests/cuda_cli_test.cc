@@ -12,6 +12,7 @@
 #include "kiln/cuda.h"
 #include "kiln/error.h"
 #include "kiln/temp_directory.h"
+#include "testing/cuda_kernel.h"
 #include "testing/test_support.h"
 
 namespace kiln {
@@ -23,11 +24,7 @@ using testing::kiln_cli;
 class CudaCli : public ::testing::Test {
  protected:
   void SetUp() override {
-    try {
-      cuda::find_cuda_path();
-    } catch (const Error& e) {
-      GTEST_SKIP() << "needs the CUDA toolkit: " << e.what();
-    }
+    if (auto why = testing::cuda_toolkit_missing()) GTEST_SKIP() << *why;
     std::ofstream(dir / "k.cu") << "#if !KILN_ON\n#error KILN_ON is not set\n#endif\n"
                                    "extern \"C\" __global__ void k(float* a) { a[0] *= 2; }\n";
     std::ofstream(dir / "broken.cu") << "__global__ void broken() { int x = ; }\n";

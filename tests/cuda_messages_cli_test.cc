@@ -15,6 +15,7 @@
 #include "kiln/cuda.h"
 #include "kiln/error.h"
 #include "kiln/temp_directory.h"
+#include "testing/cuda_kernel.h"
 #include "testing/test_support.h"
 
 namespace kiln {
@@ -27,11 +28,7 @@ using testing::kiln_cli;
 class CudaMessages : public ::testing::Test {
  protected:
   void SetUp() override {
-    try {
-      cuda::find_cuda_path();
-    } catch (const Error& e) {
-      GTEST_SKIP() << "needs the CUDA toolkit: " << e.what();
-    }
+    if (auto why = testing::cuda_toolkit_missing()) GTEST_SKIP() << *why;
     fs::create_directories(dir / "src");
   }
   void write(const std::string& name, const std::string& text) const {

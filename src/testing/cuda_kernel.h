@@ -2,7 +2,23 @@
 // inline asm, what the seed's NVRTC preamble exists for.
 #pragma once
 
+#include <optional>
+#include <string>
+
+#include "kiln/cuda.h"
+#include "kiln/error.h"
+
 namespace kiln::testing {
+
+// Why CUDA tests cannot run here (no toolkit), for GTEST_SKIP; std::nullopt when they can.
+inline std::optional<std::string> cuda_toolkit_missing() {
+  try {
+    (void)cuda::find_cuda_path();
+    return std::nullopt;
+  } catch (const Error& e) {
+    return std::string("needs the CUDA toolkit: ") + e.what();
+  }
+}
 
 inline constexpr const char* kPreambleKernel = R"(#include <cuda.h>
 #include <cuda_fp16.h>

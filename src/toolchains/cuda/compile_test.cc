@@ -28,11 +28,7 @@ constexpr const char* kKernel = kiln::testing::kPreambleKernel;
 class CudaCompile : public ::testing::Test {
  protected:
   void SetUp() override {
-    try {
-      find_cuda_path();
-    } catch (const Error& e) {
-      GTEST_SKIP() << "needs the CUDA toolkit: " << e.what();
-    }
+    if (auto why = testing::cuda_toolkit_missing()) GTEST_SKIP() << *why;
   }
 };
 

@@ -10,6 +10,7 @@
 #include "kiln/cuda_messages.h"
 #include "kiln/error.h"
 #include "kiln/temp_directory.h"
+#include "testing/cuda_kernel.h"
 
 namespace kiln::cuda {
 namespace {
@@ -19,11 +20,7 @@ namespace fs = std::filesystem;
 class CudaMessages : public ::testing::Test {
  protected:
   void SetUp() override {
-    try {
-      find_cuda_path();
-    } catch (const Error& e) {
-      GTEST_SKIP() << "needs the CUDA toolkit: " << e.what();
-    }
+    if (auto why = testing::cuda_toolkit_missing()) GTEST_SKIP() << *why;
   }
   // The ToolFailed a compile of `code` (written to `name` first) throws; fails the test when it
   // compiles.

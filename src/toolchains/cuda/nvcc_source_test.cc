@@ -10,6 +10,7 @@
 #include "kiln/cuda.h"
 #include "kiln/error.h"
 #include "kiln/temp_directory.h"
+#include "testing/cuda_kernel.h"
 #include "testing/test_support.h"
 
 namespace kiln::cuda {
@@ -21,11 +22,7 @@ using testing::ScopedEnv;
 class NvccSource : public ::testing::Test {
  protected:
   void SetUp() override {
-    try {
-      find_cuda_path();
-    } catch (const Error& e) {
-      GTEST_SKIP() << "needs the CUDA toolkit: " << e.what();
-    }
+    if (auto why = testing::cuda_toolkit_missing()) GTEST_SKIP() << *why;
     fs::create_directories(dir / "src");
   }
   static void write(const fs::path& path, const std::string& text) { std::ofstream(path) << text; }

@@ -294,9 +294,8 @@ CompileResult compile_with_nvrtc(const Request& request) {
     for (const std::string& include : include_options(find_cuda_path())) {
       toolkit.push_back(include.substr(2));  // "-I<dir>"
     }
-    std::string log = without_diagnostics(output.log, [&](std::string_view line) {
-      return is_toolkit_warning(line, toolkit);
-    });
+    std::string log = without_diagnostics(
+        output.log, [&](std::string_view line) { return is_toolkit_warning(line, toolkit); });
     return CompileResult{.bytes = std::move(output.bytes), .log = std::move(log)};
   };
   if (request.cache == nullptr) return compile();

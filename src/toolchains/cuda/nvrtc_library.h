@@ -25,7 +25,7 @@ struct NvrtcLibrary {
   int (*get_num_supported_archs)(int*) = nullptr;
   int (*get_supported_archs)(int*) = nullptr;
   int (*set_pch_heap_size)(std::size_t) = nullptr;  // nullptr before CUDA 12.8
-  std::string path;  // the file that was loaded
+  std::string path;                                 // the file that was loaded
 };
 
 // nvJitLink, for linking NVSHMEM's device library into an NVRTC cubin without a GPU or driver.

@@ -38,9 +38,8 @@ TEST(NvrtcLog, ToolkitWarningsAndPchNotesGoTheUsersStay) {
 }
 
 TEST(NvrtcLog, TheRemarkGoesWhenNoWarningIsLeft) {
-  std::string log = without_diagnostics(kLog, [](std::string_view line) {
-    return line.find("warning") != std::string_view::npos;
-  });
+  std::string log = without_diagnostics(
+      kLog, [](std::string_view line) { return line.find("warning") != std::string_view::npos; });
   EXPECT_EQ(log, "");
   EXPECT_FALSE(is_toolkit_warning("/cuda/include/x.h(1): error: bad", {"/cuda/include"}))
       << "errors are never dropped";

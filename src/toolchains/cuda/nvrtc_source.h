@@ -25,7 +25,6 @@ struct NvrtcSource {
   size_t header_prefix = 0;
 };
 // `cuda_arch`: __CUDA_ARCH__ of the target (800 for sm_80), 0 when unknown.
-NvrtcSource nvrtc_source(std::string_view code, bool nvshmem, int cuda_arch,
-                         std::string_view name);
+NvrtcSource nvrtc_source(std::string_view code, bool nvshmem, int cuda_arch, std::string_view name);
 
 }  // namespace kiln::cuda::internal
