@@ -259,64 +259,88 @@ NvrtcSource prepared_source(const Request& request, const std::string& arch) {
                       program_name(request));
 }
 
+namespace {
+
+// What one NVRTC compile of a request is made of.
+struct NvrtcPlan {
+  std::string arch;  // as spelled_arch() gives it
+  std::string name;  // program_name()
+  NvrtcSource prepared;
+  std::vector<std::string> options;
+  bool cubin = true;
+  std::optional<std::string> dump_dir;  // TVM_KERNEL_DUMP
+};
+
+// NVRTC's log without the warnings located in the toolkit's own headers.
+std::string users_log(const std::string& log) {
+  std::vector<std::string> toolkit;
+  for (const std::string& include : include_options(find_cuda_path())) {
+    toolkit.push_back(include.substr(2));  // "-I<dir>"
+  }
+  return without_diagnostics(
+      log, [&](std::string_view line) { return is_toolkit_warning(line, toolkit); });
+}
+
+// Compiles once: in kiln's compile server when there is one (its precompiled headers make the
+// toolkit's headers nearly free), else here; then the dump files and NVSHMEM's link.
+CompileResult compile_once(const Request& request, const NvrtcPlan& plan) {
+  const std::string& source = plan.prepared.text;
+  NvrtcJob job{.source = source,
+               .header_prefix = plan.prepared.header_prefix,
+               .name = plan.name,
+               .options = plan.options,
+               .cubin = plan.cubin};
+  std::optional<NvrtcAttempt> served = compile_in_server(job);
+  NvrtcOutput output = checked(
+      request.code, plan.options,
+      served ? std::move(*served) : attempt_nvrtc(source, plan.name, plan.options, plan.cubin));
+  if (plan.dump_dir) {
+    dump(*plan.dump_dir, plan.cubin ? "tvm_kernels.cubin" : "tvm_kernels.ptx", output.bytes);
+    dump(*plan.dump_dir, "tvm_kernels.nvrtc.log", output.log);
+  }
+  if (request.nvshmem) output.bytes = link_nvshmem(request, output.bytes, plan.arch);
+  return CompileResult{.bytes = std::move(output.bytes), .log = users_log(output.log)};
+}
+
+// The kernel cache's key: the source as NVRTC gets it, every option, NVRTC's identity and
+// version, NVSHMEM's device library, and the working directory.
+std::string nvrtc_cache_key(const Request& request, const NvrtcPlan& plan) {
+  auto [major, minor] = nvrtc_version();
+  std::string nvshmem_lib;
+  if (request.nvshmem) {
+    nvshmem_lib = file_identity(find_nvshmem_paths().lib_dir / "libnvshmem_device.a") +
+                  file_identity(nvjitlink().path);
+  }
+  return cache_key({"nvrtc-3", format_name(request.format), plan.arch, plan.prepared.text,
+                    joined_for_key(plan.options), file_identity(nvrtc().path),
+                    fmt::format("{}.{}", major, minor), nvshmem_lib, working_directory_for_key()});
+}
+
+}  // namespace
+
 CompileResult compile_with_nvrtc(const Request& request) {
   if (request.format == Format::fatbin) {
     throw InvalidArgument(
         "NVRTC does not support fatbin generation yet. Use target_format='cubin' or 'ptx' with "
         "NVRTC, or set compiler='nvcc' for fatbin compilation.");
   }
-  std::string arch = spelled_arch(request);
-  std::string name = program_name(request);
-  NvrtcSource prepared = prepared_source(request, arch);
-  const std::string& source = prepared.text;
-  std::vector<std::string> options = nvrtc_options(request, arch);
-  std::optional<std::string> dump_dir = env("TVM_KERNEL_DUMP");
-  if (dump_dir) dump(*dump_dir, "tvm_kernels.cu", source);
-  bool cubin = request.format == Format::cubin;
-  auto compile = [&] {
-    // Once: in kiln's compile server when there is one (its precompiled headers make the
-    // toolkit's headers nearly free), else here.
-    NvrtcJob job{.source = source,
-                 .header_prefix = prepared.header_prefix,
-                 .name = name,
-                 .options = options,
-                 .cubin = cubin};
-    std::optional<NvrtcAttempt> served = compile_in_server(job);
-    NvrtcOutput output =
-        checked(request.code, options,
-                served ? std::move(*served) : attempt_nvrtc(source, name, options, cubin));
-    if (dump_dir) {
-      dump(*dump_dir, cubin ? "tvm_kernels.cubin" : "tvm_kernels.ptx", output.bytes);
-      dump(*dump_dir, "tvm_kernels.nvrtc.log", output.log);
-    }
-    if (request.nvshmem) output.bytes = link_nvshmem(request, output.bytes, arch);
-    std::vector<std::string> toolkit;
-    for (const std::string& include : include_options(find_cuda_path())) {
-      toolkit.push_back(include.substr(2));  // "-I<dir>"
-    }
-    std::string log = without_diagnostics(
-        output.log, [&](std::string_view line) { return is_toolkit_warning(line, toolkit); });
-    return CompileResult{.bytes = std::move(output.bytes), .log = std::move(log)};
-  };
-  if (request.cache == nullptr) return compile();
-  auto [nvrtc_major, nvrtc_minor] = nvrtc_version();
-  std::string nvshmem_lib;
-  if (request.nvshmem) {
-    nvshmem_lib = file_identity(find_nvshmem_paths().lib_dir / "libnvshmem_device.a") +
-                  file_identity(nvjitlink().path);
-  }
-  std::string key =
-      cache_key({"nvrtc-3", format_name(request.format), arch, source, joined_for_key(options),
-                 file_identity(nvrtc().path), fmt::format("{}.{}", nvrtc_major, nvrtc_minor),
-                 nvshmem_lib, working_directory_for_key()});
-  DirectCache direct(*request.cache, key, {});  // the code is in the key; headers are not
+  NvrtcPlan plan;
+  plan.arch = spelled_arch(request);
+  plan.name = program_name(request);
+  plan.prepared = prepared_source(request, plan.arch);
+  plan.options = nvrtc_options(request, plan.arch);
+  plan.cubin = request.format == Format::cubin;
+  plan.dump_dir = env("TVM_KERNEL_DUMP");
+  if (plan.dump_dir) dump(*plan.dump_dir, "tvm_kernels.cu", plan.prepared.text);
+  if (request.cache == nullptr) return compile_once(request, plan);
+  DirectCache direct(*request.cache, nvrtc_cache_key(request, plan), {});  // headers: below
   if (std::optional<std::string> hit = direct.get()) {
     return {.bytes = std::move(*hit), .cached = true};
   }
-  CompileResult result = compile();
+  CompileResult result = compile_once(request, plan);
   TempDirectory scratch;
-  if (auto headers = nvrtc_headers(request.code, source, options, scratch.path(),
-                                   fs::path(name).parent_path())) {
+  if (auto headers = nvrtc_headers(request.code, plan.prepared.text, plan.options, scratch.path(),
+                                   fs::path(plan.name).parent_path())) {
     direct.put(*headers, result.bytes, {scratch.path(), find_cuda_path()});  // toolkit keyed
   }
   return result;
