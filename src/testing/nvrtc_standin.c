@@ -34,11 +34,11 @@ static int exists(const char* variable) {
   return path != NULL && access(path, F_OK) == 0;
 }
 
-#define FORWARD(ret, name, params, args)               \
-  ret name params {                                    \
-    static ret(*fn) params;                            \
+#define FORWARD(ret, name, params, args)             \
+  ret name params {                                  \
+    static ret(*fn) params;                          \
     if (fn == NULL) fn = (ret(*) params)real(#name); \
-    return fn args;                                    \
+    return fn args;                                  \
   }
 
 FORWARD(int, nvrtcCreateProgram,

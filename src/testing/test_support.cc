@@ -203,8 +203,9 @@ int run_child_mode(int argc, char** argv) {
     try {
       std::optional<RunScope> scope;
       if (a.size() > 2) {
-        scope.emplace(RunScope::Limits{.deadline = std::chrono::steady_clock::now() +
-                                                   std::chrono::seconds(std::atoi(arg(2).c_str()))});
+        scope.emplace(
+            RunScope::Limits{.deadline = std::chrono::steady_clock::now() +
+                                         std::chrono::seconds(std::atoi(arg(2).c_str()))});
       }
       std::string bytes = cuda::compile_cuda(arg(0), {.arch = arg(1)});
       std::printf("%s\n", cache_key({bytes}).c_str());  // a digest of what it got
