@@ -40,7 +40,8 @@ CompileResult compile_with_nvrtc(const Request& request);
 // Writes its temporaries into `scratch`.
 std::optional<std::vector<std::filesystem::path>> nvrtc_headers(
     std::string_view code, const std::string& source, const std::vector<std::string>& options,
-    const std::filesystem::path& scratch, const std::filesystem::path& source_dir = {});
+    const std::filesystem::path& scratch, const std::filesystem::path& source_dir = {},
+    bool nvrtc = true);
 // A cache key's part for the directory the compile runs in: relative include directories, and
 // "..." includes of NVRTC, are found from it.
 std::string working_directory_for_key();
@@ -60,7 +61,9 @@ std::vector<std::string> include_options(const std::filesystem::path& cuda);
 // toolkit (whose identity is keyed): a "..." include, a forced include (-include), or an <...>
 // include that a user's include directory holds or that the toolkit does not. When false, a
 // cache need not ask the compiler which headers it read.
-bool reads_outside_toolkit(std::string_view code, const std::vector<std::string>& options);
+// `nvrtc`: the includes are those NVRTC may compile (nvrtc_includes), not every one written.
+bool reads_outside_toolkit(std::string_view code, const std::vector<std::string>& options,
+                           bool nvrtc = false);
 // Every option kiln passes to NVRTC for `request`, in the seed's order.
 std::vector<std::string> nvrtc_options(const Request& request, const std::string& arch);
 struct NvrtcOutput {

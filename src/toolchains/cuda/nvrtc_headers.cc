@@ -13,6 +13,7 @@
 #include "kiln/direct_cache.h"
 #include "kiln/error.h"
 #include "kiln/process.h"
+#include "nvrtc_prefix.h"
 #include "nvrtc_source.h"
 
 namespace kiln::cuda::internal {
@@ -48,6 +49,17 @@ bool inside(const fs::path& dir, const fs::path& path) {
   return !relative.empty() && *relative.begin() != "..";
 }
 
+// Every #include of `code`, as written after the word (nvrtc_includes without the conditions).
+std::vector<std::string> all_includes(std::string_view code) {
+  static const std::regex include(R"re(#\s*include\s*(<[^>\n]*>|"[^"\n]*"))re");
+  std::vector<std::string> found;
+  for (auto it = std::cregex_iterator(code.data(), code.data() + code.size(), include);
+       it != std::cregex_iterator(); ++it) {
+    found.push_back((*it)[1].str());
+  }
+  return found;
+}
+
 // The directories named by -I, -isystem and their long spellings among `kept`.
 std::vector<fs::path> include_dirs(const std::vector<std::string>& kept) {
   std::vector<fs::path> dirs;
@@ -70,11 +82,11 @@ std::vector<fs::path> include_dirs(const std::vector<std::string>& kept) {
 std::optional<std::vector<fs::path>> nvrtc_headers(std::string_view code, const std::string& source,
                                                    const std::vector<std::string>& options,
                                                    const fs::path& scratch,
-                                                   const fs::path& source_dir) {
+                                                   const fs::path& source_dir, bool nvrtc) {
   fs::path nvcc = find_cuda_path() / "bin" / "nvcc";
   fs::path toolkit = nvcc.parent_path().parent_path().lexically_normal();
   std::vector<std::string> kept = preprocessing_options(options);
-  if (!reads_outside_toolkit(code, options)) return std::vector<fs::path>{};
+  if (!reads_outside_toolkit(code, options, nvrtc)) return std::vector<fs::path>{};
   fs::path cwd = fs::current_path();
   // nvcc splits -Xcompiler's value on commas and hands it to the host compiler through a shell.
   for (const fs::path& dir : {cwd, source_dir}) {
@@ -106,14 +118,13 @@ std::optional<std::vector<fs::path>> nvrtc_headers(std::string_view code, const 
   return headers;
 }
 
-bool reads_outside_toolkit(std::string_view code, const std::vector<std::string>& options) {
-  static const std::regex quoted(R"re(#\s*include\s*")re");
-  static const std::regex angled(R"re(#\s*include\s*<([^>\n]+)>)re");
-  if (std::regex_search(code.begin(), code.end(), quoted)) return true;
+bool reads_outside_toolkit(std::string_view code, const std::vector<std::string>& options,
+                           bool nvrtc) {
   std::vector<std::string> kept = preprocessing_options(options);
   for (const std::string& option : kept) {
     if (option.starts_with("-include") || option.starts_with("--pre-include")) return true;
   }
+  std::vector<std::string> includes = nvrtc ? nvrtc_includes(code, 0) : all_includes(code);
   fs::path cuda = find_cuda_path();
   fs::path toolkit = (cuda / "bin" / "nvcc").parent_path().parent_path().lexically_normal();
   std::vector<fs::path> user_dirs;
@@ -124,9 +135,9 @@ bool reads_outside_toolkit(std::string_view code, const std::vector<std::string>
   for (const std::string& option : include_options(cuda))
     toolkit_dirs.emplace_back(option.substr(2));
   std::error_code ec;
-  for (auto it = std::cregex_iterator(code.data(), code.data() + code.size(), angled);
-       it != std::cregex_iterator(); ++it) {
-    std::string header = (*it)[1].str();
+  for (const std::string& include : includes) {
+    if (!include.starts_with("<") || include.find('>') == std::string::npos) return true;
+    std::string header = include.substr(1, include.find('>') - 1);
     auto holds = [&](const fs::path& dir) { return fs::exists(dir / header, ec); };
     if (std::any_of(user_dirs.begin(), user_dirs.end(), holds)) return true;  // shadows
     if (std::none_of(toolkit_dirs.begin(), toolkit_dirs.end(), holds)) return true;
@@ -143,7 +154,8 @@ std::optional<std::vector<std::filesystem::path>> headers_read(
   namespace fs = std::filesystem;
   try {
     if (options.backend == Backend::nvcc) {
-      return internal::nvrtc_headers(code, std::string(code), options.options, scratch);
+      return internal::nvrtc_headers(code, std::string(code), options.options, scratch, {},
+                                     /*nvrtc=*/false);
     }
     internal::Request request{.code = std::string(code),
                               .format = options.format.value_or(Format::cubin),

@@ -299,4 +299,23 @@ std::vector<std::string> hoistable_includes(std::string_view code, int cuda_arch
   return headers;
 }
 
+std::vector<std::string> nvrtc_includes(std::string_view code, int cuda_arch) {
+  std::vector<std::string> includes;
+  std::vector<Level> levels;
+  std::istringstream in{std::string(code)};
+  bool continued = false;
+  for (std::string line; std::getline(in, line);) {
+    std::string_view text = trimmed(line);
+    bool was_continued = std::exchange(continued, text.ends_with("\\"));
+    if (was_continued || !text.starts_with("#")) continue;
+    std::string_view directive = trimmed(text.substr(1));
+    size_t space = directive.find_first_of(" \t<\"(");
+    std::string_view word = directive.substr(0, space);
+    std::string_view rest = space == std::string_view::npos ? "" : trimmed(directive.substr(space));
+    if (conditional(word, rest, cuda_arch, levels)) continue;
+    if (word == "include" && enclosing(levels) != 0) includes.emplace_back(rest);
+  }
+  return includes;
+}
+
 }  // namespace kiln::cuda::internal

@@ -21,6 +21,11 @@ namespace kiln::cuda::internal {
 // order, each once. `cuda_arch`: __CUDA_ARCH__ for the target (800 for sm_80); 0 when unknown.
 std::vector<std::string> hoistable_includes(std::string_view code, int cuda_arch);
 
+// Every #include NVRTC may compile in `code`, as written between the quotes or brackets
+// ("\"mine.h\"", "<cuda_fp16.h>"): those under an #if that NVRTC decides false (TVM's
+// `#ifndef __CUDACC_RTC__ #include <cstdint> ...`) are left out.
+std::vector<std::string> nvrtc_includes(std::string_view code, int cuda_arch);
+
 // #if's condition, with what NVRTC defines (__CUDACC_RTC__, __CUDACC__, __CUDA_ARCH__ when
 // `cuda_arch` is not 0) and nothing else: 1 or 0 when decided, -1 when it depends on anything
 // else (a macro the kernel or an option may define) or cannot be read.

@@ -124,6 +124,13 @@ TEST(RealKernels, OnlyHeadersOutsideTheToolkitNeedTheCompilersDependencyOutput) 
   EXPECT_TRUE(reads_outside_toolkit("#include <cuda_fp16.h>\n", {user_dir})) << "shadowed";
   EXPECT_TRUE(reads_outside_toolkit("#include <zlib_of_nobody.h>\n", {}));
   EXPECT_TRUE(reads_outside_toolkit("", {"-include", (mine.path() / "mine.h").string()}));
+  // TVM's head: the host branch (never compiled by NVRTC, compiled by nvcc) includes libstdc++.
+  std::string tvm_head =
+      "#ifdef __CUDACC_RTC__\n#include <cuda/std/cstdint>\n#else\n#include <cstdint>\n#endif\n"
+      "#if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ >= 530)\n#include <cuda_fp16.h>\n#endif\n";
+  EXPECT_FALSE(reads_outside_toolkit(tvm_head, {}, /*nvrtc=*/true));
+  EXPECT_TRUE(reads_outside_toolkit(tvm_head, {}, /*nvrtc=*/false));
+  EXPECT_TRUE(reads_outside_toolkit("#ifdef MAYBE\n#include \"mine.h\"\n#endif\n", {}, true));
 }
 
 }  // namespace
