@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Installs every Debian package kiln's build, tests and benchmarks need, and NVIDIA's NVSHMEM
+# Installs every Debian package kiln's build, tests and benchmarks need, NVIDIA's NVSHMEM
 # (headers and device library, from the nvidia-nvshmem-cu13 Python wheel) into .deps/nvshmem in
-# this checkout, for the CUDA tests.
+# this checkout, for the CUDA tests, and the project's Python environment .deps/venv (the Python
+# tests' packages, python/requirements-dev.txt: apache-tvm 0.27, pytest, ...).
 # Idempotent: when everything is present it only checks, and never runs `apt-get update`.
 set -euo pipefail
 
@@ -25,6 +26,20 @@ install_nvshmem() {
   mv "$nvshmem_dir.partial" "$nvshmem_dir"
 }
 
+# .deps/venv: remade whenever python/requirements-dev.txt differs from the copy it was made from.
+install_python_env() {
+  local venv="$root/.deps/venv" requirements="$root/python/requirements-dev.txt"
+  if [ -x "$venv/bin/python" ] && cmp -s "$requirements" "$venv/kiln-requirements.txt"; then
+    echo "install-deps: Python environment present in $venv"
+    return
+  fi
+  echo "install-deps: making the Python environment $venv (python/requirements-dev.txt)"
+  rm -rf "$venv"
+  python3 -m venv "$venv"
+  "$venv/bin/python" -m pip install --quiet --disable-pip-version-check -r "$requirements"
+  cp "$requirements" "$venv/kiln-requirements.txt"
+}
+
 packages=(
   build-essential cmake ninja-build pkg-config git
   clang lld clang-format clang-tidy libclang-rt-14-dev
@@ -34,7 +49,7 @@ packages=(
   rocm-device-libs clang-15 lld-15 llvm-15
   gcc-aarch64-linux-gnu libc6-dev-arm64-cross  # the cross libc (crti.o), not a Recommends only
   emscripten
-  python3-venv  # the cuda_tvm_bench target's venv
+  python3-venv python3-dev pybind11-dev  # the Python package kiln (python/), its venvs
 )
 
 missing=()
@@ -55,3 +70,4 @@ else
 fi
 
 install_nvshmem
+install_python_env

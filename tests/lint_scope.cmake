@@ -8,7 +8,7 @@ set(kiln_size_exempt)
 # Sets `out` to TRUE when `file` (relative to the source root) is held to the size limits.
 function(kiln_size_checked file out)
   set(checked FALSE)
-  if(file MATCHES "^(src|tools)/" AND NOT file MATCHES "_test\\.cc$"
+  if(file MATCHES "^(src|tools|python/src)/" AND NOT file MATCHES "_test\\.cc$"
      AND NOT file MATCHES "^src/testing/")
     set(checked TRUE)
     foreach(pattern IN LISTS kiln_size_exempt)

@@ -1,0 +1,24 @@
+"""kiln.support: Apache TVM's tvm.support (0.27), run by kiln.
+
+The modules are loaded on first use (``kiln.support.cc``, ``from kiln.support import nvcc``), so
+that importing kiln.support stays cheap.
+"""
+
+import importlib
+
+_MODULES = ("cc", "clang", "emcc", "libinfo", "ndk", "nvcc", "rocm", "tar", "utils", "xcode")
+
+__all__ = ["describe", *_MODULES]
+
+
+def __getattr__(name):
+    if name in _MODULES:
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def describe():
+    """Print out information about TVM (or kiln, without TVM) and the current Python environment."""
+    from ._describe import describe as _describe  # pylint: disable=import-outside-toplevel
+
+    _describe()

@@ -1,0 +1,31 @@
+"""describe(): tvm.support.describe()'s report, with kiln's facts when TVM is not loaded."""
+
+import json
+import platform
+import sys
+import textwrap
+
+from .libinfo import libinfo
+
+
+def describe():
+    info = dict(sorted(libinfo().items()))
+    tvm = sys.modules.get("tvm")
+    print("Python Environment")
+    sys_version = sys.version.replace("\n", " ")
+    uname = platform.uname()
+    uname = f"{uname.system} {uname.release} {uname.version} {uname.machine}"
+    if tvm is not None:
+        version = f"TVM version    = {tvm.__version__}"
+    else:
+        from .. import __version__  # pylint: disable=import-outside-toplevel
+
+        version = f"kiln version   = {__version__}"
+    lines = [
+        version,
+        f"Python version = {sys_version} ({sys.maxsize.bit_length() + 1} bit)",
+        f"uname          = {uname}",
+    ]
+    print(textwrap.indent("\n".join(lines), prefix="  "))
+    print("CMake Options:")
+    print(textwrap.indent(json.dumps(info, indent=2), prefix="  "))

@@ -1,0 +1,105 @@
+"""Make Apache TVM use kiln: ``kiln.tvm.install()``, undone by ``kiln.tvm.uninstall()``.
+
+install() points ``tvm.support.<module>.<name>`` at kiln.support's function of the same name (for
+every function and class kiln.support.<module> defines that TVM's module has too), and registers
+kiln's functions as TVM's global callbacks (tvm_callback_cuda_compile, ...), with override. TVM's
+C++ side and every ``tvm.support.cc.create_shared(...)``-style call then run kiln; code that
+copied a function out of tvm.support before install() keeps TVM's. Importing this module does not
+import TVM; install() does (ImportError when TVM is not installed).
+"""
+
+import importlib
+import threading
+
+__all__ = ["install", "installed", "original", "uninstall"]
+
+# tvm.support modules whose functions kiln replaces.
+MODULES = ("cc", "clang", "emcc", "libinfo", "ndk", "nvcc", "rocm", "tar", "utils", "xcode")
+
+# TVM's global functions -> (kiln.support module, function).
+GLOBALS = {
+    "tvm_callback_cuda_compile": ("nvcc", "tvm_callback_cuda_compile"),
+    "tvm_callback_libdevice_path": ("nvcc", "find_libdevice_path"),
+    "tvm.support.nvcc.get_compute_version": ("nvcc", "get_target_compute_version"),
+    "tvm.support.nvcc.supports_bf16": ("nvcc", "have_bf16"),
+    "tvm.support.nvcc.supports_fp8": ("nvcc", "have_fp8"),
+    "tvm.support.nvcc.supports_fp4": ("nvcc", "have_fp4"),
+    "tvm_callback_rocm_link": ("rocm", "callback_rocm_link"),
+    "tvm_callback_rocm_bitcode_path": ("rocm", "callback_rocm_bitcode_path"),
+    "tvm_callback_rocm_get_arch": ("rocm", "get_rocm_arch"),
+    "s_tir.meta_schedule.builder.export_ndk": ("ndk", "_ndk_export"),
+}
+
+_lock = threading.Lock()
+# (tvm module, name) -> TVM's attribute, while installed.
+_attributes = {}
+# global name -> TVM's function (None: there was none), while installed.
+_globals = {}
+
+
+def installed():
+    """Whether install() is in effect."""
+    return bool(_attributes or _globals)
+
+
+def original(module, name):
+    """TVM's own tvm.support.<module>.<name>, installed or not; None when TVM or it is absent."""
+    if (module, name) in _attributes:
+        return _attributes[(module, name)]
+    try:
+        tvm_module = importlib.import_module(f"tvm.support.{module}")
+    except ImportError:
+        return None
+    return getattr(tvm_module, name, None)
+
+
+def _replacements(module):
+    """(name, kiln object) for each function or class kiln.support.<module> defines."""
+    try:
+        kiln_module = importlib.import_module(f"kiln.support.{module}")
+    except ModuleNotFoundError as error:
+        if error.name != f"kiln.support.{module}":
+            raise
+        return
+    for name, value in vars(kiln_module).items():
+        if callable(value) and getattr(value, "__module__", None) == kiln_module.__name__:
+            yield name, value
+
+
+def install():
+    """Make TVM use kiln's tvm.support functions and global callbacks (idempotent)."""
+    import tvm_ffi  # pylint: disable=import-outside-toplevel
+
+    with _lock:
+        if installed():
+            return
+        for module in MODULES:
+            tvm_module = importlib.import_module(f"tvm.support.{module}")
+            for name, value in _replacements(module):
+                if hasattr(tvm_module, name):
+                    _attributes[(module, name)] = getattr(tvm_module, name)
+                    setattr(tvm_module, name, value)
+        for global_name, (module, name) in GLOBALS.items():
+            function = dict(_replacements(module)).get(name)
+            if function is None:
+                continue
+            _globals[global_name] = tvm_ffi.get_global_func(global_name, allow_missing=True)
+            tvm_ffi.register_global_func(global_name, function, override=True)
+
+
+def uninstall():
+    """Give TVM back its own functions and callbacks (a no-op when not installed)."""
+    with _lock:
+        if not installed():
+            return
+        import tvm_ffi  # pylint: disable=import-outside-toplevel
+
+        for (module, name), value in _attributes.items():
+            setattr(importlib.import_module(f"tvm.support.{module}"), name, value)
+        for global_name, function in _globals.items():
+            if function is None:
+                tvm_ffi.remove_global_func(global_name)
+            else:
+                tvm_ffi.register_global_func(global_name, function, override=True)
+        _attributes.clear()
+        _globals.clear()

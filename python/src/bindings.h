@@ -1,0 +1,18 @@
+// kiln._kiln, the extension module of the Python package: one bind_<area>() per source file, each
+// adding that area's functions to the module. The functions take and return plain Python values
+// (str paths, lists, dicts); the Python modules of python/kiln/ give them tvm.support's names,
+// signatures and defaults. Every function that runs a tool or blocks releases the GIL.
+#pragma once
+
+#include <pybind11/pybind11.h>
+
+namespace kiln::python {
+
+// kiln::Error and its subclasses -> Python's built-in exception types (see errors.cc).
+void bind_errors(pybind11::module_& m);
+// which, is_source_path, tar, untar, file locks, directory removal, libinfo, describe.
+void bind_base(pybind11::module_& m);
+// kiln::cc: compilers, static libraries, symbol maps, target triples, cross compilers.
+void bind_cc(pybind11::module_& m);
+
+}  // namespace kiln::python
