@@ -12,15 +12,25 @@ def libinfo():
     facts and the toolchains found on this machine, TVM_USE_<X> overriding USE_<X> as in TVM.
     """
     if "tvm" in sys.modules:
-        info = _tvm_libinfo()
-        if info is not None:
-            return info
+        source = _tvm_source()
+        if source is not None:
+            return source()
     from .._native import native  # pylint: disable=import-outside-toplevel
 
-    return dict(native.libinfo())
+    return native.libinfo()
 
 
-def _tvm_libinfo():
+_TVM_SOURCE = []
+
+
+def _tvm_source():
+    """The function giving TVM's libinfo, looked up once (None: TVM offers none)."""
+    if not _TVM_SOURCE:
+        _TVM_SOURCE.append(_find_tvm_source())
+    return _TVM_SOURCE[0]
+
+
+def _find_tvm_source():
     try:
         import tvm_ffi  # pylint: disable=import-outside-toplevel
 
@@ -28,8 +38,7 @@ def _tvm_libinfo():
     except (ImportError, AttributeError):
         get_lib_info = None
     if get_lib_info is not None:
-        return {str(k): str(v) for k, v in get_lib_info().items()}
+        return lambda: {str(k): str(v) for k, v in get_lib_info().items()}
     from .. import tvm as _kiln_tvm  # pylint: disable=import-outside-toplevel
 
-    original = _kiln_tvm.original("libinfo", "libinfo")
-    return original() if original is not None else None
+    return _kiln_tvm.original("libinfo", "libinfo")

@@ -1,0 +1,39 @@
+"""After `pip install .` into a fresh venv (the python_install_check target): the installed kiln,
+not this checkout's, imports quickly and works. Exits non-zero on the first failure."""
+
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+
+def main():
+    start = time.perf_counter()
+    import kiln  # pylint: disable=import-outside-toplevel
+
+    import_ms = (time.perf_counter() - start) * 1e3
+    import kiln.support.cc as cc  # pylint: disable=import-outside-toplevel
+    from kiln.support import tar, utils  # pylint: disable=import-outside-toplevel
+
+    site = os.path.dirname(os.path.dirname(kiln.__file__))
+    assert "site-packages" in site, f"kiln imported from {site}, not from the venv"
+    program = os.environ.get("KILN_SERVICE_PROGRAM", "")
+    assert program.startswith(site) and os.access(program, os.X_OK), program
+    version = subprocess.run([program, "--version"], capture_output=True, text=True, check=True)
+    with tempfile.TemporaryDirectory() as work:
+        source = os.path.join(work, "add.c")
+        with open(source, "w", encoding="utf-8") as file:
+            file.write("int add(int a, int b) { return a + b; }\n")
+        lib = os.path.join(work, "libadd.so")
+        cc.create_shared(lib, [source])
+        assert cc.get_global_symbol_section_map(lib)["add"] == "T"
+        tar.tar(os.path.join(work, "a.tar"), [lib])
+        assert utils.which("sh")
+    print(f"installed kiln {kiln.__version__} from {site}: import kiln {import_ms:.1f} ms; "
+          f"{version.stdout.strip()}; create_shared, symbol map, tar ok")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
