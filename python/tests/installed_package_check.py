@@ -24,7 +24,8 @@ def main():
     with tempfile.TemporaryDirectory() as work:
         source = os.path.join(work, "add.c")
         with open(source, "w", encoding="utf-8") as file:
-            file.write("int add(int a, int b) { return a + b; }\n")
+            # get_cc() is g++ here: C linkage keeps the symbol's name plain.
+            file.write('#ifdef __cplusplus\nextern "C"\n#endif\nint add(int a, int b) { return a + b; }\n')
         lib = os.path.join(work, "libadd.so")
         cc.create_shared(lib, [source])
         assert cc.get_global_symbol_section_map(lib)["add"] == "T"
