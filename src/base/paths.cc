@@ -25,13 +25,19 @@ bool is_space(char c) { return std::isspace(static_cast<unsigned char>(c)) != 0;
 
 std::optional<fs::path> which(std::string_view name) {
   if (name.empty()) return std::nullopt;
-  std::vector<fs::path> candidates{fs::path(name), fs::path("/bin") / name};
+  // An absolute name joined to any directory is itself: just that file.
+  if (fs::path(name).is_absolute()) {
+    return is_executable_file(fs::path(name)) ? std::optional<fs::path>(name) : std::nullopt;
+  }
+  // The seed's order: the name itself, /bin, then PATH's directories; the first hit wins, so
+  // checked one by one (get_cc() asks for six names, each in every PATH directory).
+  for (const fs::path& first : {fs::path(name), fs::path("/bin") / name}) {
+    if (is_executable_file(first)) return first;
+  }
   const char* path_variable = std::getenv("PATH");  // NOLINT(concurrency-mt-unsafe)
   for (const std::string& dir :
        internal::split_path_list(path_variable != nullptr ? path_variable : "")) {
-    candidates.push_back(fs::path(dir) / name);
-  }
-  for (const fs::path& candidate : candidates) {
+    fs::path candidate = fs::path(dir) / name;
     if (is_executable_file(candidate)) return candidate;
   }
   return std::nullopt;
