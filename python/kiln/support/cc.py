@@ -95,13 +95,19 @@ def get_global_symbol_section_map(path, *, nm=None) -> dict[str, str]:
 def get_target_by_dump_machine(compiler):
     """A function returning ``compiler -dumpmachine``'s target triple, or None when it fails.
 
-    kiln strips the trailing newline that tvm.support returns (TVM strips it where it reads it).
+    kiln strips the trailing newline that tvm.support returns (TVM strips it where it reads it),
+    and asks the compiler once per function: export_library calls
+    ``create_shared.get_target_triple()`` on every export, and a compiler's target does not
+    change while the process runs.
     """
+    known = []
 
     def get_target_triple():
-        if compiler:
-            return _native.dump_machine(compiler)
-        return None
+        if not compiler:
+            return None
+        if not known:
+            known.append(_native.dump_machine(compiler))
+        return known[0]
 
     return get_target_triple
 
