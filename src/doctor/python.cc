@@ -67,8 +67,10 @@ std::string foreign_extensions(const PythonReport& r) {
     for (fs::recursive_directory_iterator it(root, ec), end; !ec && it != end; it.increment(ec)) {
       std::string name = it->path().filename().string();
       if (name.find(".cpython-") == std::string::npos || !name.ends_with(".so")) continue;
-      bool loads = std::any_of(r.extension_suffixes.begin(), r.extension_suffixes.end(),
-                               [&](const std::string& s) { return name.ends_with(s); });
+      // Module "core" is core<suffix>: everything from the first dot must be a suffix.
+      std::string tail = name.substr(name.find('.'));
+      bool loads = std::find(r.extension_suffixes.begin(), r.extension_suffixes.end(), tail) !=
+                   r.extension_suffixes.end();
       matching = matching || loads;
       if (!loads) foreign.push_back(it->path().string());
     }

@@ -85,11 +85,11 @@ void note_skipped(const std::string& name, const SkippedLibrary& lib, Finding& f
     f.fix = "make what the \"TVM " + file + "\" finding names loadable, or reinstall TVM";
     return;
   }
-  if (lib.error.find("libcuda.so.1") != std::string::npos) {
+  if (name == "tvm_runtime_cuda" && !lib.cuda_driver) {
     notes.push_back(fmt::format(
-        "{} not loaded: no NVIDIA driver (libcuda.so.1), so no CUDA device from this Python; "
-        "building for CUDA does not need one",
-        file));
+        "{} not loaded ({}): no NVIDIA driver here (libcuda.so.1 does not load), so no CUDA "
+        "device from this Python; building for CUDA does not need one",
+        file, lib.error));
     return;
   }
   if (f.status == Status::pass) f.status = Status::warn;
@@ -129,7 +129,10 @@ std::vector<Finding> observed(const PythonReport& r) {
       fmt::format("import tvm mapped {}{}{} (read from /proc/{}/maps of the child)",
                   loaded.empty() ? "no TVM library" : fmt::format("{}", fmt::join(loaded, ", ")),
                   notes.empty() ? "" : "; ", fmt::join(notes, "; "), r.pid);
-  if (libraries.empty()) f.status = Status::fail;
+  if (libraries.empty()) {
+    f.status = Status::fail;
+    f.fix = "the tvm package imported loads no TVM library: reinstall it (pip install apache-tvm)";
+  }
   std::vector<Finding> findings{f};
   LoadContext context{r.mapped,
                       fmt::format("against what `import tvm` had mapped in {} (/proc/{}/maps, {} "

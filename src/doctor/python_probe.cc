@@ -90,6 +90,12 @@ def skipped(libs):
         except OSError as e:
             error = str(e)
         found[name] = {"path": path, "error": error}
+        if name == "tvm_runtime_cuda":
+            try:
+                ctypes.CDLL("libcuda.so.1")
+                found[name]["driver"] = True
+            except OSError:
+                found[name]["driver"] = False
     return found
 
 def libinfo():
@@ -180,7 +186,10 @@ void read_import(PythonReport& r, const nlohmann::json& post) {
     if (path.is_string()) r.loaded[name] = path.get<std::string>();
   }
   for (const auto& [name, lib] : skipped.items()) {
-    if (lib.is_object()) r.skipped[name] = {string_of(lib, "path"), string_of(lib, "error")};
+    if (lib.is_object()) {
+      r.skipped[name] = {string_of(lib, "path"), string_of(lib, "error"),
+                         lib.value("driver", true)};
+    }
   }
   for (const auto& [key, value] : libinfo.items()) {
     if (value.is_string()) r.libinfo[key] = value.get<std::string>();

@@ -18,6 +18,7 @@ namespace kiln::doctor::detail {
 struct SkippedLibrary {
   std::filesystem::path path{};
   std::string error{};
+  bool cuda_driver = true;  // for libtvm_runtime_cuda.so: whether libcuda.so.1 loads
 };
 
 struct PythonReport {

@@ -48,7 +48,8 @@ std::optional<FoundLibrary> find_in(const std::vector<SearchDir>& dirs,
 
 std::optional<fs::path> tvm_package_of(const fs::path& library) {
   fs::path dir = fs::absolute(library).lexically_normal().parent_path();
-  if (dir.filename() == "lib" && internal::is_file(dir.parent_path() / "__init__.py") &&
+  if (dir.filename() == "lib" && dir.parent_path().filename() == "tvm" &&
+      internal::is_file(dir.parent_path() / "__init__.py") &&
       internal::is_file(dir.parent_path() / "libinfo.py")) {
     return dir.parent_path();
   }

@@ -34,7 +34,7 @@ struct FoundLibrary {
 };
 std::optional<FoundLibrary> find_in(const std::vector<SearchDir>& dirs, std::string_view file_name);
 
-// The tvm package a TVM library belongs to: <pkg>/lib/<library> with <pkg>/__init__.py (a wheel),
+// The tvm package a TVM library belongs to: tvm/lib/<library> with tvm/__init__.py (a wheel),
 // or <tree>/build/lib/, <tree>/lib/ or <tree>/build/ with <tree>/python/tvm/__init__.py (a source
 // build). std::nullopt when neither.
 std::optional<std::filesystem::path> tvm_package_of(const std::filesystem::path& library);
