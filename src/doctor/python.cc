@@ -18,9 +18,13 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// `path` made absolute against `cwd` ("" is the current directory itself, as on sys.path), with
+// no trailing separator, so that two spellings of one directory compare equal.
 fs::path absolute_in(const fs::path& path, const fs::path& cwd) {
   fs::path base = cwd.empty() ? fs::current_path() : cwd;
-  return (path.is_absolute() ? path : base / path).lexically_normal();
+  fs::path full = (path.is_absolute() ? path : base / path).lexically_normal();
+  if (full.has_relative_path() && full.filename().empty()) full = full.parent_path();
+  return full;
 }
 
 // The sys.path entry the tvm package was found in: "" when none holds it (an import hook).
@@ -35,7 +39,7 @@ std::optional<std::string> entry_of(const PythonReport& r) {
 // Where a sys.path entry comes from, in words.
 std::string where_from(const std::string& entry, const fs::path& cwd) {
   fs::path place = absolute_in(entry, cwd);
-  if (entry.empty() || place == cwd.lexically_normal()) {
+  if (entry.empty() || place == absolute_in("", cwd)) {
     return "the current directory, which `python -c` puts first on sys.path";
   }
   if (std::optional<std::string> value = internal::env("PYTHONPATH")) {
@@ -135,9 +139,15 @@ Finding python_package_finding(const PythonReport& r) {
   if (!r.imported || !r.import_ok) return import_failed(r, from);
   f.finding = fmt::format("{} imports tvm {} from {} ({})", interpreter_text(r), r.tvm_version,
                           r.package().string(), from);
+  // Other directories holding a tvm (one directory may be on sys.path twice: "" and PYTHONPATH).
   std::vector<std::string> shadowed;
+  fs::path used = real_path(r.package());
   for (const std::string& other : r.tvm_entries) {
-    if (other != entry) shadowed.push_back(absolute_in(other, r.cwd).string() + "/tvm");
+    fs::path copy = absolute_in(other, r.cwd) / "tvm";
+    if (real_path(copy) == used) continue;
+    if (std::find(shadowed.begin(), shadowed.end(), copy.string()) == shadowed.end()) {
+      shadowed.push_back(copy.string());
+    }
   }
   if (!shadowed.empty()) {
     f.status = Status::warn;

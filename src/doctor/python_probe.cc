@@ -166,6 +166,10 @@ void read_pre(PythonReport& r, const nlohmann::json& pre) {
   r.extension_suffixes = strings(pre.value("suffixes", nlohmann::json()));
   r.tvm = path_of(pre, "tvm");
   r.tvm_ffi = path_of(pre, "tvm_ffi");
+  // An older Python names a module found through "" (the current directory) relatively.
+  for (std::optional<fs::path>* origin : {&r.tvm, &r.tvm_ffi}) {
+    if (*origin && (*origin)->is_relative()) *origin = (r.cwd / **origin).lexically_normal();
+  }
   r.tvm_entries = strings(pre.value("entries", nlohmann::json()));
 }
 

@@ -137,6 +137,25 @@ TEST(DoctorPythonProbe, ATvmLibraryPathNamingNothingIsSkippedSilently) {
       << variable.finding;
 }
 
+// `python -c` puts the current directory first on sys.path: a tvm there is the one imported.
+TEST(DoctorPythonProbe, ATvmInTheCurrentDirectoryIsNamedSo) {
+  std::optional<std::string> python = testing::python3();
+  if (!python) GTEST_SKIP() << kNoPython;
+  FakeTvm tvm;
+  CleanEnv env;
+  ScopedEnv path("PYTHONPATH", tvm.site.string() + "/");  // a trailing slash: the same entry
+  Finding f = named(check_python_tvm(*python), "Python TVM");
+  EXPECT_TRUE(has(f.finding, "the PYTHONPATH entry " + tvm.site.string() + "/")) << f.finding;
+  fs::path here = fs::current_path();
+  fs::current_path(tvm.site);
+  f = named(check_python_tvm(*python), "Python TVM");
+  fs::current_path(here);
+  EXPECT_TRUE(has(f.finding, "from " + fs::canonical(tvm.package).string() +
+                                 " (the current directory, which `python -c` puts first"))
+      << f.finding;
+  EXPECT_FALSE(has(f.finding, "shadows")) << "one directory, on sys.path twice: " << f.finding;
+}
+
 TEST(DoctorPythonProbe, ATvmShadowingAnotherIsAWarning) {
   std::optional<std::string> python = testing::python3();
   if (!python) GTEST_SKIP() << kNoPython;
