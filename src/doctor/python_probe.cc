@@ -213,8 +213,12 @@ void read_probe_output(PythonReport& report) {
         nlohmann::json::parse(line.substr(std::string_view(kMarker).size()), nullptr, false);
     if (!data.is_object()) continue;
     std::string phase = string_of(data, "phase");
-    if (phase == "pre") read_pre(report, data);
-    if (phase == "import") read_import(report, data);
+    try {
+      if (phase == "pre") read_pre(report, data);
+      if (phase == "import") read_import(report, data);
+    } catch (const nlohmann::json::exception&) {
+      // A field of the wrong type (value() throws): what was read before it stays.
+    }
   }
 }
 

@@ -209,5 +209,48 @@ TEST(DoctorConda, NoCondaNoLlvm) {
   EXPECT_TRUE(has(f.finding, "holds no LLVM")) << f.finding;
 }
 
+// --- The policy on hand-made reports (what the probe would print) ---
+
+TEST(DoctorPythonReport, ProbeOutputIsReadDefensively) {
+  detail::PythonReport report{.python = "python3"};
+  report.run.output =
+      "noise from the package\nKILN-DOCTOR-PROBE {not json\nKILN-DOCTOR-PROBE [1, 2]\n"
+      "KILN-DOCTOR-PROBE {\"phase\": \"pre\", \"tvm\": 7, \"version\": [3, \"x\", 11],"
+      " \"path\": \"not a list\", \"cwd\": \"/work\"}\n"
+      "KILN-DOCTOR-PROBE {\"phase\": \"import\", \"ok\": true, \"loaded\": [], \"mapped\": "
+      "[\"/lib/libtvm_runtime.so\", 3], \"skipped\": {\"tvm_compiler\": 1}}\n";
+  detail::read_probe_output(report);
+  EXPECT_TRUE(report.pre);
+  EXPECT_FALSE(report.tvm);  // not a string: no tvm
+  EXPECT_EQ(report.version, (std::vector<int>{3, 11}));
+  EXPECT_TRUE(report.sys_path.empty());
+  EXPECT_TRUE(report.imported && report.import_ok);
+  EXPECT_EQ(report.mapped, std::vector<fs::path>{"/lib/libtvm_runtime.so"});
+  EXPECT_TRUE(report.loaded.empty());
+  EXPECT_TRUE(report.skipped.empty());
+  EXPECT_EQ(detail::python_package_finding(report).status, Status::warn);  // no tvm found
+
+  detail::PythonReport odd{.python = "python3"};
+  odd.run.output = "KILN-DOCTOR-PROBE {\"phase\": \"import\", \"ok\": \"yes\", \"pid\": []}\n";
+  detail::read_probe_output(odd);
+  EXPECT_TRUE(odd.imported);
+  EXPECT_FALSE(odd.import_ok);
+}
+
+TEST(DoctorPythonReport, TwoCopiesOfOneTvmLibraryFail) {
+  FakeTvm tvm;
+  TempDirectory other;
+  fs::copy_file(tvm.runtime, other / "libtvm_runtime.so");
+  detail::PythonReport report{.python = "python3"};
+  report.pre = report.imported = report.import_ok = true;
+  report.tvm = tvm.package / "__init__.py";
+  report.mapped = {tvm.ffi, tvm.runtime, other / "libtvm_runtime.so"};
+  std::vector<Finding> findings = detail::tvm_libraries_findings(report);
+  const Finding& libraries = named(findings, "TVM libraries");
+  EXPECT_EQ(libraries.status, Status::fail) << libraries.finding;
+  EXPECT_TRUE(has(libraries.finding, "libtvm_runtime.so is loaded twice")) << libraries.finding;
+  EXPECT_FALSE(libraries.fix.empty());
+}
+
 }  // namespace
 }  // namespace kiln::doctor
