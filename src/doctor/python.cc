@@ -110,6 +110,9 @@ Finding import_failed(const PythonReport& r, const std::string& from) {
 
 std::string interpreter_text(const PythonReport& r) {
   if (r.executable.empty()) return r.python;
+  if (r.executable == r.python) {
+    return fmt::format("{} (Python {})", r.python, fmt::join(r.version, "."));
+  }
   return fmt::format("{} ({}, Python {})", r.python, r.executable, fmt::join(r.version, "."));
 }
 
