@@ -3,9 +3,15 @@
 //
 //   for (const kiln::doctor::Finding& f : kiln::doctor::run_checks())
 //     if (f.status == kiln::doctor::Status::fail) std::cerr << f.check << ": " << f.fix << "\n";
+//
+// The Python side runs an interpreter (never a shell) to see what `import tvm` really loads:
+//
+//   for (const auto& f : kiln::doctor::check_python_tvm("/opt/venv/bin/python"))
+//     std::cout << f.check << ": " << f.finding << "\n";
 #pragma once
 
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -26,10 +32,13 @@ struct Options {
   std::filesystem::path llvm_config;  // the llvm-config to judge; "" = the first on PATH
   std::filesystem::path source;       // a git checkout whose submodules to check; "" = none
   std::filesystem::path library;      // a built shared library to check; "" = none
+  std::filesystem::path python;       // the interpreter whose `import tvm` to check;
+                                      // "" = python3 on PATH (skipped, saying so, when none)
 };
 
-// Every check, in a fixed order: C++ compiler, CMake, LLVM, CUDA, Python, parallel jobs, ccache,
-// then the submodules of options.source and the library options.library when given.
+// Every check, in a fixed order: C++ compiler, CMake, LLVM, CUDA, Python, the Python side of TVM
+// (check_python_tvm), parallel jobs, ccache, then the submodules of options.source and the
+// library options.library when given.
 std::vector<Finding> run_checks(const Options& options = {});
 
 // The individual checks (run_checks calls these).
@@ -46,9 +55,45 @@ std::vector<Finding> check_llvm(const std::filesystem::path& llvm_config = {});
 std::vector<Finding> check_cuda();
 // Each submodule (recursively) at the commit the superproject's index records.
 std::vector<Finding> check_submodules(const std::filesystem::path& source);
+
+// How a library will be loaded: what is already in the process when it is. A library is judged
+// in that context, not alone: TVM 0.27's libtvm_compiler.so needs libtvm_ffi.so, which no search
+// from the library finds, yet it loads, because TVM's Python side loads tvm_ffi's libtvm_ffi.so
+// (RTLD_GLOBAL) first, and the dynamic linker takes an already loaded object whose SONAME is the
+// DT_NEEDED name without searching.
+struct LoadContext {
+  // Objects loaded before the library: each satisfies a DT_NEEDED name equal to its SONAME (or,
+  // without one, its file name), and its dynamic symbols count as defined.
+  std::vector<std::filesystem::path> preloaded{};
+  // How the context was learned, said in the findings ("" = the library loaded on its own).
+  std::string how{};
+};
+
+// The context TVM's Python package would load `library` in, modelled from the files (no Python
+// runs): for a library in a TVM package's lib/ directory (site-packages/tvm/lib/ or a source
+// tree's build/lib/ beside python/tvm/), libtvm_ffi.so of the tvm_ffi package beside it (found
+// through its wheel RECORD, as tvm_ffi/libinfo.py does) and, for any library but the runtime,
+// the libtvm_runtime.so TVM's search would pick (TVM_LIBRARY_PATH first). std::nullopt when the
+// library is not in a TVM package's layout.
+std::optional<LoadContext> tvm_package_context(const std::filesystem::path& library);
+
 // A built shared library: its DT_NEEDED, a dynamic libLLVM, symbols nothing it loads defines,
-// and symbol versions (GLIBCXX_, CXXABI_, GLIBC_) its libraries lack.
+// and symbol versions (GLIBCXX_, CXXABI_, GLIBC_) its libraries lack. The first form judges it
+// in tvm_package_context(library) when there is one (and says so), else on its own.
 std::vector<Finding> check_library(const std::filesystem::path& library);
+std::vector<Finding> check_library(const std::filesystem::path& library,
+                                   const LoadContext& context);
+
+// The Python side, for `python` ("" = python3 on PATH; one PASS finding saying it was skipped
+// when there is none): a child interpreter runs `import tvm` (argv, no shell; 180 s at most) and
+// reports which tvm package it found and from where (PYTHONPATH, site-packages, the current
+// directory), what the import mapped (/proc/<pid>/maps), which TVM libraries it loaded or
+// silently skipped and why. Then: TVM_LIBRARY_PATH and TVM_HOME (relative, or naming nothing
+// TVM can use), each loaded TVM library judged as check_library does in the context the import
+// really had, and a conda LLVM (llvmdev) shadowing the system LLVM. When the import crashes or
+// fails, the libraries it would load are modelled from the package's files instead, and the
+// findings say so.
+std::vector<Finding> check_python_tvm(const std::filesystem::path& python = {});
 
 // "3.22.1" -> {3, 22, 1}; missing fields are 0. Empty when the text holds no version.
 std::vector<int> parse_version(std::string_view text);

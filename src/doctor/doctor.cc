@@ -183,6 +183,7 @@ std::vector<Finding> run_checks(const Options& options) {
   append(check_llvm(options.llvm_config));
   append(check_cuda());
   findings.push_back(check_python());
+  append(check_python_tvm(options.python));
   findings.push_back(check_parallel_jobs());
   findings.push_back(check_ccache());
   if (!options.source.empty()) append(check_submodules(options.source));

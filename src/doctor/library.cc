@@ -32,6 +32,7 @@ namespace fs = std::filesystem;
 struct Loaded {
   fs::path path;
   ElfDynamicInfo info;
+  bool preloaded = false;  // in the process before the library (LoadContext)
 };
 
 std::string demangle(const std::string& name) {
@@ -84,7 +85,8 @@ std::string multiarch(ElfMachine machine) {
 // of the same machine and class. $ORIGIN is the directory of the object that needs the library.
 class Resolver {
  public:
-  explicit Resolver(const ElfDynamicInfo& root) : machine_(root.machine), is_64bit_(root.is_64bit) {
+  Resolver(const ElfDynamicInfo& root, const std::vector<Loaded>& preloaded)
+      : machine_(root.machine), is_64bit_(root.is_64bit), preloaded_(preloaded) {
     if (auto value = internal::env("LD_LIBRARY_PATH")) {
       for (const std::string& dir : internal::split_path_list(*value)) {
         if (!dir.empty()) ld_library_path_.push_back(dir);
@@ -99,6 +101,12 @@ class Resolver {
   }
 
   std::optional<Loaded> find(const std::string& name, const Loaded& needer) const {
+    // ld.so first takes an object already loaded under that name (its SONAME), searching nothing.
+    for (const Loaded& object : preloaded_) {
+      bool named =
+          object.info.soname.empty() ? object.path.filename() == name : object.info.soname == name;
+      if (named || object.path == name) return object;
+    }
     if (name.find('/') != std::string::npos) return accept(name);
     fs::path origin = detail::real_path(needer.path).parent_path();
     std::vector<std::string> dirs;
@@ -132,7 +140,7 @@ class Resolver {
     try {
       ElfDynamicInfo info = read_elf_dynamic(path);
       if (info.machine != machine_ || info.is_64bit != is_64bit_) return std::nullopt;
-      return Loaded{path, std::move(info)};
+      return Loaded{path, std::move(info), false};
     } catch (const Error&) {
       return std::nullopt;  // not ELF, unreadable or malformed: ld.so skips it too
     }
@@ -140,6 +148,7 @@ class Resolver {
 
   ElfMachine machine_;
   bool is_64bit_;
+  const std::vector<Loaded>& preloaded_;
   std::vector<std::string> ld_library_path_;
   std::vector<std::string> system_;
 };
@@ -158,19 +167,36 @@ struct Closure {
   std::map<std::string, size_t> by_name{};  // DT_NEEDED name -> index in `loaded`
   std::vector<std::string> missing{};       // "name (needed by path)"
   std::vector<std::string> resolved{};      // the root's own: "name => path"
+  std::vector<Loaded> preloaded{};          // the context's objects (their symbols are in scope)
 };
 
+// The context's objects, read; one that cannot be read is left out (it cannot have been loaded).
+std::vector<Loaded> read_preloaded(const LoadContext& context, const fs::path& library) {
+  std::vector<Loaded> objects;
+  for (const fs::path& path : context.preloaded) {
+    if (detail::real_path(path) == detail::real_path(library)) continue;
+    try {
+      objects.push_back({path, read_elf_dynamic(path), true});
+    } catch (const Error&) {
+    }
+  }
+  return objects;
+}
+
 // Resolves DT_NEEDED names from the root outwards as ld.so would, each name once.
-Closure load_closure(const Loaded& root) {
-  Resolver resolver(root.info);
-  Closure c{.loaded = {root}};
+Closure load_closure(const Loaded& root, std::vector<Loaded> preloaded) {
+  Closure c{.loaded = {root}, .preloaded = std::move(preloaded)};
+  Resolver resolver(root.info, c.preloaded);
   std::set<std::string> tried;
   for (size_t i = 0; i < c.loaded.size(); ++i) {
     std::vector<std::string> needed = c.loaded[i].info.needed;
     for (const std::string& need : needed) {
       if (!tried.insert(need).second) continue;
       if (std::optional<Loaded> found = resolver.find(need, c.loaded[i])) {
-        if (i == 0) c.resolved.push_back(fmt::format("{} => {}", need, found->path.string()));
+        if (i == 0) {
+          c.resolved.push_back(fmt::format("{} => {}{}", need, found->path.string(),
+                                           found->preloaded ? " (already loaded)" : ""));
+        }
         c.by_name[need] = c.loaded.size();
         c.loaded.push_back(std::move(*found));
       } else {
@@ -182,11 +208,14 @@ Closure load_closure(const Loaded& root) {
 }
 
 // What the library needs and where each was found; a failure when something is not found.
-Finding needs_finding(const fs::path& library, const Loaded& root, const Closure& c) {
+Finding needs_finding(const fs::path& library, const Loaded& root, const Closure& c,
+                      const std::string& how) {
   Finding needs{"Library", Status::pass, "", ""};
   needs.finding = fmt::format("{} needs {}{}", library.string(),
                               root.info.needed.empty() ? "no libraries" : listed(c.resolved, 40),
                               root.info.bind_now ? " (linked with immediate binding)" : "");
+  needs.finding +=
+      how.empty() ? " (judged as loaded on its own)" : fmt::format(" (judged {})", how);
   if (!c.missing.empty()) {
     needs.status = Status::fail;
     needs.finding += fmt::format("; not found: {}", listed(c.missing));
@@ -219,8 +248,12 @@ std::optional<Finding> llvm_finding(const Loaded& root, const std::string& name)
 std::vector<std::string> unresolved_symbols(const Loaded& root, const Closure& c,
                                             std::string& first) {
   std::map<std::string, std::set<std::string>, std::less<>> defined;
-  for (const Loaded& object : c.loaded) {
-    for (const ElfSymbol& symbol : object.info.defined) defined[symbol.name].insert(symbol.version);
+  for (const std::vector<Loaded>* objects : {&c.loaded, &c.preloaded}) {
+    for (const Loaded& object : *objects) {
+      for (const ElfSymbol& symbol : object.info.defined) {
+        defined[symbol.name].insert(symbol.version);
+      }
+    }
   }
   std::vector<std::string> unresolved;
   for (const ElfSymbol& symbol : root.info.undefined) {
@@ -246,8 +279,9 @@ Finding symbols_finding(const Loaded& root, const Closure& c, const std::string&
   std::vector<std::string> unresolved = unresolved_symbols(root, c, first_unresolved);
   if (unresolved.empty()) {
     return {"Library symbols", Status::pass,
-            fmt::format("all {} undefined symbols of {} are defined by the libraries it loads",
-                        root.info.undefined.size(), name),
+            fmt::format("all {} undefined symbols of {} are defined by the libraries it loads{}",
+                        root.info.undefined.size(), name,
+                        c.preloaded.empty() ? "" : " or that are loaded before it"),
             ""};
   }
   return {"Library symbols", Status::fail,
@@ -319,6 +353,11 @@ std::vector<Finding> version_findings(const Loaded& root, const Closure& c,
 }  // namespace
 
 std::vector<Finding> check_library(const fs::path& library) {
+  std::optional<LoadContext> context = tvm_package_context(library);
+  return check_library(library, context ? *context : LoadContext{});
+}
+
+std::vector<Finding> check_library(const fs::path& library, const LoadContext& context) {
   Loaded root;
   try {
     root = {library, read_elf_dynamic(library)};
@@ -327,8 +366,8 @@ std::vector<Finding> check_library(const fs::path& library) {
              "pass a built shared library (e.g. --library build/libtvm.so)"}};
   }
   std::string name = library.filename().string();
-  Closure closure = load_closure(root);
-  std::vector<Finding> findings{needs_finding(library, root, closure)};
+  Closure closure = load_closure(root, read_preloaded(context, library));
+  std::vector<Finding> findings{needs_finding(library, root, closure, context.how)};
   if (std::optional<Finding> llvm = llvm_finding(root, name)) findings.push_back(std::move(*llvm));
   findings.push_back(symbols_finding(root, closure, name));
   std::vector<Finding> versions = version_findings(root, closure, name);

@@ -1,5 +1,5 @@
-// kiln doctor [--json] [--source DIR] [--library FILE] [--llvm-config PATH]: the build-environment
-// checks, as a table or as JSON.
+// kiln doctor [--json] [--source DIR] [--library FILE] [--llvm-config PATH] [--python PY]: the
+// build-environment checks, as a table or as JSON.
 #include <unistd.h>
 
 #include <algorithm>
@@ -39,6 +39,8 @@ void add_doctor(CLI::App& app, int* status) {
                   "A built shared library (e.g. build/libtvm.so): check what it needs");
   sub->add_option("--llvm-config", options->llvm_config,
                   "The llvm-config to judge (default: the first on PATH)");
+  sub->add_option("--python", options->python,
+                  "The Python whose `import tvm` to check (default: python3 on PATH)");
   sub->callback([json, options, status] {
     require_no_passthrough("doctor");
     std::vector<doctor::Finding> findings = doctor::run_checks(*options);
