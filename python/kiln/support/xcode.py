@@ -1,0 +1,85 @@
+"""Apple toolchains through xcrun, as tvm.support.xcode, run by kiln's C++ library: dylibs, Metal
+libraries and Core ML models.
+
+Every tool runs from an argument vector (0.27 runs Metal's two steps as one shell string), so paths
+with spaces or shell characters pass through untouched. Where kiln differs on purpose:
+create_dylib passes no empty argument for macOS without min_os_version (0.27 passes "", which a
+real clang takes for a missing input file).
+"""
+
+import json
+import os
+import sys
+
+from .._native import native as _native
+
+__all__ = ["compile_coreml", "compile_metal", "create_dylib", "xcrun"]
+
+_SDKS = ("macosx", "iphoneos", "iphonesimulator")
+
+
+def _check_sdk(sdk):
+    if sdk not in _SDKS:
+        raise RuntimeError(f"Unsupported sdk: {sdk}")
+
+
+def xcrun(cmd):
+    """Run ``xcrun cmd...``; returns its output (stdout and stderr) as stripped bytes, whatever its
+    exit status, as 0.27 does. FileNotFoundError when there is no xcrun."""
+    return _native.xcode_xcrun([os.fspath(c) for c in cmd]).strip()
+
+
+def _paths(objects):
+    if isinstance(objects, str | os.PathLike):
+        return [os.fspath(objects)]
+    return [os.fspath(o) for o in objects]
+
+
+def create_dylib(output, objects, arch, sdk="macosx", min_os_version=None):
+    """Create a dynamic library with the SDK's clang: ``clang -dynamiclib -arch ARCH -isysroot
+    <sdk path> [-mios-version-min=V] -o output objects...``.
+
+    sdk: macosx, iphoneos or iphonesimulator (RuntimeError otherwise); the iOS SDKs default to
+    min_os_version 13.0. A failing clang raises RuntimeError("Compilation error:...").
+    """
+    _check_sdk(sdk)
+    _native.xcode_create_dylib(os.fspath(output), _paths(objects), arch, sdk, min_os_version)
+
+
+create_dylib.output_format = "dylib"
+
+
+def compile_metal(code, path_target=None, sdk="macosx", min_os_version=None):
+    """Compile Metal source to a metallib: ``xcrun -sdk SDK metal -std=<macos|ios>-metal2.3 -O3
+    -c`` then ``xcrun -sdk SDK metallib``.
+
+    Returns the metallib's bytes (bytearray), also written to `path_target` when given. When a tool
+    fails, its output goes to stderr and the result is None, as in 0.27.
+    """
+    _check_sdk(sdk)
+    del min_os_version  # TODO(cpp16): kiln::xcode::compile_metal's min_os_version
+    try:
+        metallib = _native.xcode_compile_metal(
+            code, os.fspath(path_target) if path_target else "", sdk
+        )
+    except RuntimeError as error:
+        sys.stderr.write(f"{error}\n")
+        sys.stderr.flush()
+        return None
+    return bytearray(metallib)
+
+
+def compile_coreml(model, model_name="main", out_dir="."):
+    """Compile a Core ML model with ``xcrun coremlcompiler compile``; returns the compiled
+    model's path, <out_dir>/<model_name>.mlmodelc.
+
+    model: a coremltools model. Its inputs and outputs are written, as JSON, into its
+    short_description (where TVM's Core ML runtime reads them), and it is saved as
+    <out_dir>/<model_name>.mlmodel first. RuntimeError when the compiler produced nothing.
+    """
+    out_dir = os.fspath(out_dir)
+    mlmodel_path = os.path.join(out_dir, model_name + ".mlmodel")
+    metadata = {"inputs": list(model.input_description), "outputs": list(model.output_description)}
+    model.short_description = json.dumps(metadata)
+    model.save(mlmodel_path)
+    return _native.xcode_compile_coreml(mlmodel_path, model_name, out_dir)
