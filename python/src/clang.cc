@@ -31,7 +31,8 @@ void bind_clang(py::module_& m) {
       [](const std::vector<std::string>& inputs, std::filesystem::path output,
          std::vector<std::string> options, std::string cc) {
         return clang::create_llvm(
-            inputs, {.output = std::move(output), .options = std::move(options), .cc = std::move(cc)});
+            inputs,
+            {.output = std::move(output), .options = std::move(options), .cc = std::move(cc)});
       },
       py::arg("inputs"), py::arg("output"), py::arg("options"), py::arg("cc"),
       py::call_guard<py::gil_scoped_release>());

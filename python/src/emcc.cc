@@ -39,8 +39,7 @@ void bind_emcc(py::module_& m) {
   m.def(
       "emcc_create_tvmjs_wasm",
       [](const std::filesystem::path& output, const Paths& objects,
-         std::vector<std::string> options, std::string cc, Paths libs,
-         std::filesystem::path root) {
+         std::vector<std::string> options, std::string cc, Paths libs, std::filesystem::path root) {
         emcc::WasmOptions wasm{.options = std::move(options),
                                .cc = std::move(cc),
                                .libs = std::move(libs),

@@ -35,7 +35,8 @@ def create_shared(output, objects, options=None):
     A failing compiler raises RuntimeError("Compilation error:...").
     """
     _require_compiler()
-    _native.ndk_create_shared(os.fspath(output), _paths(objects), list(options) if options else None)
+    options = list(options) if options else None  # None: the defaults
+    _native.ndk_create_shared(os.fspath(output), _paths(objects), options)
 
 
 create_shared.output_format = "so"

@@ -77,7 +77,7 @@ def callback_rocm_bitcode_path(rocdl_dir=None):
 
 
 def parse_compute_version(compute_version):
-    """(major, minor) of a compute version such as "9.0"; RuntimeError when it has no two numbers."""
+    """(major, minor) of a compute version such as "9.0"; RuntimeError without two numbers."""
     parts = compute_version.split(".")
     try:
         return int(parts[0]), int(parts[1])
