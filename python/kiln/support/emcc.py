@@ -17,16 +17,25 @@ __all__ = ["create_tvmjs_wasm", "find_wasm_lib"]
 def _root():
     """Where web/dist is: $TVM_HOME, else TVM's top directory when TVM is loaded, else "" (kiln's
     C++ layer decides)."""
-    if os.environ.get("TVM_HOME"):
-        return os.environ["TVM_HOME"]
+    home = os.environ.get("TVM_HOME")
+    if home:
+        return home
+    if _tvm_top_directory:
+        return _tvm_top_directory[0]
     if tvm_loaded():
         try:
             from tvm import libinfo  # pylint: disable=import-outside-toplevel
 
-            return os.fspath(libinfo._dev_top_directory())  # pylint: disable=protected-access
+            top = os.fspath(libinfo._dev_top_directory())  # pylint: disable=protected-access
         except (ImportError, AttributeError):
-            pass
+            return ""
+        _tvm_top_directory.append(top)  # fixed once TVM is loaded
+        return top
     return ""
+
+
+# TVM's top directory, once TVM is loaded and it was asked for.
+_tvm_top_directory = []
 
 
 def find_wasm_lib(name, optional=False):
