@@ -10,8 +10,15 @@
 //   {"-O2"}}); arm("libadd.so", {"add.o"});   // arm.output_format() == "so";
 //   arm.get_target_triple() -> aarch64-...
 //
-// Commands follow the seed: `cc [-shared -fPIC | -c] -o OUTPUT OBJECTS... OPTIONS...`, run from
-// an argument vector (with the launcher's prefix and environment when one is given). A failing
+// Commands follow the seed: `cc [-shared -fPIC | -c] -o OUTPUT OPTIONS... OBJECTS...`, run from
+// an argument vector (with the launcher's prefix and environment when one is given). The options
+// come before the inputs, as in tvm.support 0.27, because some of them apply only to the files
+// named after them (`-x c++` compiles the following .c files as C++; `-Wl,--whole-archive` wraps
+// the archives after it) and a Python caller's options must mean what they mean under TVM. The
+// other side of that order: a linker reads its inputs left to right, so a library given as an
+// option (`-lm`) is searched before the objects that need it, and with --as-needed (Debian's and
+// Ubuntu's default) it is dropped. Pass such libraries with the inputs (`objects` may hold
+// "-lm" or a path to libm.so), which come last. A failing
 // compiler throws kiln::ToolFailed("Compilation error:\n<output>\nCommand line: <command>"); a
 // missing one kiln::ToolNotFound. When `cwd` is given, inputs and outputs inside it are passed
 // relative to it, so that the same compile from two temp directories is the same command line
@@ -37,7 +44,7 @@ namespace kiln::cc {
 std::optional<std::string> get_cc();
 
 struct Options {
-  // Appended after the inputs.
+  // After `-o OUTPUT`, before the inputs (see above for why, and where -l libraries go).
   std::vector<std::string> options{};
   // The compiler; empty means get_cc() (and kiln::ToolNotFound when there is none).
   std::string cc{};
@@ -49,19 +56,19 @@ struct Options {
   std::optional<std::chrono::milliseconds> timeout{};
 };
 
-// `cc -shared -fPIC -o output objects... options...` (`-shared` only when cc is nvcc).
+// `cc -shared -fPIC -o output options... objects...` (`-shared` only when cc is nvcc).
 RunResult create_shared(const std::filesystem::path& output,
                         const std::vector<std::filesystem::path>& objects,
                         const Options& options = {});
 
-// As the seed: `cc -o output objects... options...`, except that an output ending in .so or
+// As the seed: `cc -o output options... objects...`, except that an output ending in .so or
 // .dylib is linked -shared -fPIC and one ending in .obj is compiled with -c. A failure says
 // which of these modes was chosen and why.
 RunResult create_executable(const std::filesystem::path& output,
                             const std::vector<std::filesystem::path>& objects,
                             const Options& options = {});
 
-// `cc -c -o output sources... options...`: one object file.
+// `cc -c -o output options... sources...`: one object file.
 RunResult create_object(const std::filesystem::path& output,
                         const std::vector<std::filesystem::path>& sources,
                         const Options& options = {});

@@ -73,8 +73,10 @@ Recipe compile_recipe(Mode mode, const fs::path& output, const std::vector<fs::p
   for (std::string& flag : mode_flags(mode, cc)) argv.push_back(std::move(flag));
   argv.push_back("-o");
   argv.push_back(as_argument(output, options.cwd));
-  for (const fs::path& input : inputs) argv.push_back(as_argument(input, options.cwd));
+  // Options before the inputs, as tvm.support 0.27: an option that applies to the files after it
+  // (-x c++) must precede them.
   argv.insert(argv.end(), options.options.begin(), options.options.end());
+  for (const fs::path& input : inputs) argv.push_back(as_argument(input, options.cwd));
   Recipe recipe{.inputs = inputs, .key_material = cc_environment().material()};
   const std::optional<Launcher>& launcher = options.launcher;
   if (launcher && !launcher->prefix.empty()) {

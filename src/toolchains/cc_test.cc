@@ -213,6 +213,32 @@ TEST(Cc, PathsInsideCwdArePassedRelative) {
   EXPECT_TRUE(fs::exists(tmp / "add.o"));
 }
 
+// Options come before the inputs, as in tvm.support 0.27: `-x c++` then applies to the source.
+TEST(Cc, OptionsPrecedeTheInputsSoXCxxAppliesToThem) {
+  TempDirectory tmp;
+  fs::path source = write(tmp / "twice.c",
+                          "template <typename T> T twice(T x) { return x + x; }\n"
+                          "extern \"C\" int twice_int(int x) { return twice(x); }\n");
+  RunResult r = create_object(tmp / "twice.o", {source},
+                              {.options = {"-x", "c++"}, .cc = "gcc", .cwd = tmp.path()});
+  EXPECT_EQ(r.command_line, "gcc -c -o twice.o -x c++ twice.c");
+  EXPECT_EQ(get_global_symbol_section_map(tmp / "twice.o").at("twice_int"), "T");
+}
+
+// A library named among the inputs follows the objects that need it, so that a linker with
+// --as-needed (Debian's default) keeps it.
+TEST(Cc, ALibraryAmongTheInputsIsLinkedAfterTheObjects) {
+  TempDirectory tmp;
+  fs::path main = write(tmp / "root.c",
+                        "#include <math.h>\n#include <stdio.h>\n"
+                        "int main(int argc, char** argv) { (void)argv; "
+                        "printf(\"%.0f\\n\", sqrt(16.0 * argc)); return 0; }\n");
+  RunResult r = create_executable(tmp / "root", {main, "-lm"}, {.options = {"-O0"}, .cc = "gcc"});
+  EXPECT_LT(r.command_line.find("-O0"), r.command_line.find("root.c")) << r.command_line;
+  EXPECT_LT(r.command_line.find("root.c"), r.command_line.find("-lm")) << r.command_line;
+  EXPECT_EQ(run({.argv = {(tmp / "root").string()}}).output, "4\n");
+}
+
 TEST(Cc, SymbolMapErrors) {
   TempDirectory tmp;
   EXPECT_THROW(get_global_symbol_section_map(tmp / "missing.so"), FileNotFound);
