@@ -43,6 +43,13 @@ struct CompileOptions {
   // "sm_80", "sm_90a" or "compute_80" (NVRTC respells it for the format). Empty: the compute
   // capability of device 0 when a driver and a GPU are present, else an Error asking for one.
   std::string arch{};
+  // Several targets in one nvcc compile, instead of `arch` (the seed's list-valued arch). Each
+  // arch name ("sm_80", "sm_90a", "compute_90") becomes `-gencode arch=compute_XY,code=sm_XY`
+  // (code=compute_XY for a compute_ name: PTX, for the driver to compile); anything else is
+  // passed to nvcc as it is, as the seed passes its list ({"-gencode",
+  // "arch=compute_80,code=sm_80", ...}). InvalidArgument with `arch` set too, and with NVRTC,
+  // which makes one target, unless the list is one arch name (then it is the arch).
+  std::vector<std::string> archs{};
   // Extra compiler options; with NVRTC, nvcc-only ones (-c, -O3, -std=..., -Xcompiler, ...) are
   // dropped as the seed does.
   std::vector<std::string> options{};
