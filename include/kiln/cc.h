@@ -111,6 +111,22 @@ Recipe staticlib_recipe(const std::filesystem::path& output,
                         const std::vector<std::filesystem::path>& inputs,
                         const std::filesystem::path& scratch, const StaticOptions& options = {});
 
+// tvm.support 0.27's compile for Windows (its _windows_compile, which its create_shared and
+// create_executable use on Windows): `$TVM_WIN_CC (default clang; options.cc first when given)
+// -O2 --target=$TVM_WIN_TARGET (default x86_64) [-shared for an output ending in .so or .dll |
+// -c for one ending in .obj] -o output objects... options...`, the options after the objects as
+// 0.27 has them on this path; options.cwd, launcher and timeout as for create_shared. kiln runs
+// on Linux, where this cross-compiles for Windows with clang: tested with
+// TVM_WIN_TARGET=x86_64-pc-windows-msvc and {"-nostdlib", "-fuse-ld=lld", "-Wl,-noentry"}, which
+// link a DLL with lld-link. With a Windows SDK and MSVC runtime (link.exe, the CRT) it is
+// untested. A failure is ToolFailed("Compilation error:"), a missing clang ToolNotFound.
+Recipe windows_recipe(const std::filesystem::path& output,
+                      const std::vector<std::filesystem::path>& objects,
+                      const Options& options = {});
+RunResult windows_compile(const std::filesystem::path& output,
+                          const std::vector<std::filesystem::path>& objects,
+                          const Options& options = {});
+
 // Global defined symbols of a library or object -> their section letter, from the seed's
 // `nm -gU` (spelled `nm -g --defined-only`, which GNU nm and llvm-nm both read so): each
 // output line of exactly three fields maps its third to its second. Throws FileNotFound for a

@@ -65,18 +65,10 @@ std::vector<std::string> mode_flags(Mode mode, const std::string& cc) {
   return {};
 }
 
-// The compile's recipe: the compiler resolved once, behind the launcher when there is one.
-Recipe compile_recipe(Mode mode, const fs::path& output, const std::vector<fs::path>& inputs,
-                      const Options& options, std::string mode_note = {}) {
-  std::string cc = resolve_cc(options);
-  std::vector<std::string> argv{cc};
-  for (std::string& flag : mode_flags(mode, cc)) argv.push_back(std::move(flag));
-  argv.push_back("-o");
-  argv.push_back(as_argument(output, options.cwd));
-  // Options before the inputs, as tvm.support 0.27: an option that applies to the files after it
-  // (-x c++) must precede them.
-  argv.insert(argv.end(), options.options.begin(), options.options.end());
-  for (const fs::path& input : inputs) argv.push_back(as_argument(input, options.cwd));
+// The recipe that runs `argv` (the compiler first), behind the launcher when there is one.
+Recipe tool_recipe(std::vector<std::string> argv, const std::vector<fs::path>& inputs,
+                   const Options& options, std::string note) {
+  std::string cc = argv.front();
   Recipe recipe{.inputs = inputs, .key_material = cc_environment().material()};
   const std::optional<Launcher>& launcher = options.launcher;
   if (launcher && !launcher->prefix.empty()) {
@@ -89,8 +81,23 @@ Recipe compile_recipe(Mode mode, const fs::path& output, const std::vector<fs::p
                        .cwd = options.cwd,
                        .env = launcher ? launcher->env : Launcher::Environment{},
                        .timeout = options.timeout},
-               .failure_note = std::move(mode_note)});
+               .failure_note = std::move(note)});
   return recipe;
+}
+
+// The compile's recipe: the compiler resolved once, behind the launcher when there is one.
+Recipe compile_recipe(Mode mode, const fs::path& output, const std::vector<fs::path>& inputs,
+                      const Options& options, std::string mode_note = {}) {
+  std::string cc = resolve_cc(options);
+  std::vector<std::string> argv{cc};
+  for (std::string& flag : mode_flags(mode, cc)) argv.push_back(std::move(flag));
+  argv.push_back("-o");
+  argv.push_back(as_argument(output, options.cwd));
+  // Options before the inputs, as tvm.support 0.27: an option that applies to the files after it
+  // (-x c++) must precede them.
+  argv.insert(argv.end(), options.options.begin(), options.options.end());
+  for (const fs::path& input : inputs) argv.push_back(as_argument(input, options.cwd));
+  return tool_recipe(std::move(argv), inputs, options, std::move(mode_note));
 }
 
 bool ends_with(const fs::path& path, std::string_view suffix) {
@@ -225,6 +232,30 @@ Recipe program_recipe(const fs::path& output, const std::vector<fs::path>& objec
 Recipe object_recipe(const fs::path& output, const std::vector<fs::path>& sources,
                      const Options& options) {
   return compile_recipe(Mode::object, output, sources, options);
+}
+
+Recipe windows_recipe(const fs::path& output, const std::vector<fs::path>& objects,
+                      const Options& options) {
+  std::string cc =
+      !options.cc.empty() ? options.cc : cc_environment().get("TVM_WIN_CC").value_or("clang");
+  std::string target = cc_environment().get("TVM_WIN_TARGET").value_or("x86_64");
+  std::vector<std::string> argv{cc, "-O2", "--target=" + target};
+  if (ends_with(output, ".so") || ends_with(output, ".dll")) {
+    argv.emplace_back("-shared");
+  } else if (ends_with(output, ".obj")) {
+    argv.emplace_back("-c");
+  }
+  argv.push_back("-o");
+  argv.push_back(as_argument(output, options.cwd));
+  // This path of the seed's puts the options after the objects.
+  for (const fs::path& object : objects) argv.push_back(as_argument(object, options.cwd));
+  argv.insert(argv.end(), options.options.begin(), options.options.end());
+  return tool_recipe(std::move(argv), objects, options, {});
+}
+
+RunResult windows_compile(const fs::path& output, const std::vector<fs::path>& objects,
+                          const Options& options) {
+  return perform(windows_recipe(output, objects, options));
 }
 
 Recipe staticlib_recipe(const fs::path& output, const std::vector<fs::path>& inputs,

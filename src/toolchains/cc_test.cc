@@ -3,6 +3,7 @@
 #include <dlfcn.h>
 #include <elf.h>
 
+#include <cstring>
 #include <fstream>
 #include <regex>
 
@@ -348,6 +349,41 @@ TEST_F(CrossClang, HostObjectInACrossLinkIsRefused) {
     EXPECT_NE(what.find("AArch64 (ELF machine 183)"), std::string::npos) << what;
   }
   EXPECT_FALSE(fs::exists(tmp_ / "libadd.so"));
+}
+
+// tvm.support 0.27's Windows path, tested where it can be: clang cross-compiling for
+// x86_64-pc-windows-msvc and linking with lld-link (no Windows SDK or MSVC runtime here).
+TEST(Cc, WindowsPathMakesACoffObjectAndAPeDll) {
+  if (!which("clang") || !which("lld-link")) GTEST_SKIP() << "needs clang and lld-link (lld)";
+  TempDirectory tmp;
+  testing::ScopedEnv target("TVM_WIN_TARGET", "x86_64-pc-windows-msvc");
+  testing::ScopedEnv no_cc("TVM_WIN_CC", std::nullopt);
+  fs::path source =
+      write(tmp / "wadd.c", "__declspec(dllexport) int add(int a, int b) { return a + b; }\n");
+  auto u16 = [](const std::string& bytes, size_t at) {
+    std::uint16_t v = 0;
+    std::memcpy(&v, bytes.data() + at, 2);
+    return v;
+  };
+  RunResult obj = windows_compile(tmp / "wadd.obj", {source}, {.cwd = tmp.path()});
+  EXPECT_EQ(obj.command_line, "clang -O2 --target=x86_64-pc-windows-msvc -c -o wadd.obj wadd.c");
+  EXPECT_EQ(u16(testing::read_file(tmp / "wadd.obj"), 0), 0x8664) << "a COFF object for x64";
+  RunResult dll = windows_compile(
+      tmp / "wadd.dll", {source},
+      {.options = {"-nostdlib", "-fuse-ld=lld", "-Wl,-noentry"}, .cwd = tmp.path()});
+  EXPECT_EQ(dll.command_line,
+            "clang -O2 --target=x86_64-pc-windows-msvc -shared -o wadd.dll wadd.c -nostdlib "
+            "-fuse-ld=lld -Wl,-noentry");
+  std::string pe = testing::read_file(tmp / "wadd.dll");
+  ASSERT_GT(pe.size(), 0x40u);
+  EXPECT_EQ(pe.substr(0, 2), "MZ");
+  std::uint32_t header = 0;
+  std::memcpy(&header, pe.data() + 0x3c, 4);
+  ASSERT_LT(header + 6, pe.size());
+  EXPECT_EQ(pe.substr(header, 4), std::string("PE\0\0", 4));
+  EXPECT_EQ(u16(pe, header + 4), 0x8664) << "a PE image for x64";
+  testing::ScopedEnv missing("TVM_WIN_CC", (tmp / "no-such-clang").string());
+  EXPECT_THROW(windows_compile(tmp / "x.obj", {source}), ToolNotFound);
 }
 
 // gcc -m32 makes i386 objects although `gcc -m32 -dumpmachine` still says x86_64: the machine
