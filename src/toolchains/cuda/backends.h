@@ -18,7 +18,7 @@ namespace kiln::cuda::internal {
 struct Request {
   std::string code;
   Format format = Format::ptx;
-  std::string arch;                  // as the caller gave it; may be empty
+  std::string arch;  // as the caller gave it; may be empty
   std::vector<std::string> options;
   bool nvshmem = false;
   const Cache* cache = nullptr;         // where results are looked up and stored; none: no caching
