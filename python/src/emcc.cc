@@ -24,15 +24,18 @@ using Paths = std::vector<std::filesystem::path>;
 }  // namespace
 
 void bind_emcc(py::module_& m) {
-  // root empty: $TVM_HOME (kiln's own fallback when that is unset).
+  // Every match under $TVM_HOME, else under `root` (TVM's source tree); None when nothing is
+  // found and `optional`.
   m.def(
       "emcc_find_wasm_lib",
       [](const std::string& name, bool optional,
-         const std::filesystem::path& root) -> std::optional<std::string> {
-        std::optional<std::filesystem::path> found = as_runtime_error<FileNotFound>(
+         const std::filesystem::path& root) -> std::optional<std::vector<std::string>> {
+        std::optional<Paths> found = as_runtime_error<FileNotFound>(
             [&] { return emcc::find_wasm_lib(name, optional, root); });
         if (!found) return std::nullopt;
-        return found->string();
+        std::vector<std::string> names;
+        for (const auto& path : *found) names.push_back(path.string());
+        return names;
       },
       py::arg("name"), py::arg("optional"), py::arg("root"),
       py::call_guard<py::gil_scoped_release>());

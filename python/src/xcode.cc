@@ -49,15 +49,16 @@ void bind_xcode(py::module_& m) {
   // The metallib's bytes (also written to `output` when it is not empty).
   m.def(
       "xcode_compile_metal",
-      [](const std::string& code, const std::filesystem::path& output, const std::string& sdk) {
+      [](const std::string& code, const std::filesystem::path& output, const std::string& sdk,
+         const std::optional<std::string>& min_os_version) {
         std::string bytes;
         {
           py::gil_scoped_release released;
-          bytes = xcode::compile_metal(code, output, sdk);
+          bytes = xcode::compile_metal(code, output, sdk, min_os_version);
         }
         return py::bytes(bytes);
       },
-      py::arg("code"), py::arg("output"), py::arg("sdk"));
+      py::arg("code"), py::arg("output"), py::arg("sdk"), py::arg("min_os_version"));
   m.def(
       "xcode_compile_coreml",
       [](const std::filesystem::path& model, const std::string& model_name,

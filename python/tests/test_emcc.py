@@ -5,7 +5,9 @@ TVM's web runtime (web/dist/wasm/*.bc) is not built here: TVM_HOME points, for b
 a tree whose runtime libraries are small objects compiled by emcc, each defining one function.
 """
 
+import os
 import subprocess
+import sys
 
 import pytest
 from conftest import require_tool, same_error, tvm_module
@@ -80,6 +82,25 @@ def test_find_wasm_lib_without_tvm_home_uses_tvm_s_tree(tvm_emcc, monkeypatch):
             lambda: tvm_emcc.find_wasm_lib("wasm_runtime.bc"),
             lambda: kiln_emcc.find_wasm_lib("wasm_runtime.bc"),
         ) is RuntimeError
+
+
+def test_find_wasm_lib_without_tvm_loaded_searches_tvm_s_tree(tvm_emcc, tvm_home, monkeypatch):
+    """Without TVM_HOME and with TVM not imported, kiln still searches TVM's top directory (found
+    from the installed package, without importing TVM), as 0.27 does."""
+    del tvm_emcc, tvm_home
+    monkeypatch.delenv("TVM_HOME")
+    from tvm import libinfo  # pylint: disable=import-outside-toplevel
+
+    script = (
+        "import sys, kiln.support.emcc as e; "
+        "print(e._root()); print(e.find_wasm_lib('wasm_runtime.bc', optional=True)); "
+        "print('tvm' in sys.modules)"
+    )
+    lines = subprocess.run(
+        [sys.executable, "-c", script], check=True, capture_output=True, text=True
+    ).stdout.splitlines()
+    top = os.fspath(libinfo._dev_top_directory())  # pylint: disable=protected-access
+    assert lines == [top, "None", "False"]
 
 
 def _both_wasm(tvm_emcc, tmp_path, objects, **kwargs):

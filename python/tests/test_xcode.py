@@ -153,6 +153,18 @@ def test_create_dylib_macosx_passes_no_empty_argument_with_standin(tvm_xcode, st
     assert result[2] == [arg for arg in expected[2] if arg != ""]
 
 
+def test_create_dylib_macosx_min_version_flag_with_standin(tvm_xcode, standin, tmp_path):
+    """Deliberate difference: 0.27 spells every minimum version -mios-version-min, which on the
+    macosx SDK makes clang build for iOS; kiln gives macOS -mmacosx-version-min."""
+    expected = _dylib_calls(tvm_xcode, standin, tmp_path, "tvm", min_os_version="11.0")
+    result = _dylib_calls(kiln_xcode, standin, tmp_path, "kiln", min_os_version="11.0")
+    assert "-mios-version-min=11.0" in expected[2]
+    assert result[2] == [
+        "-mmacosx-version-min=11.0" if arg == "-mios-version-min=11.0" else arg
+        for arg in expected[2]
+    ]
+
+
 def test_create_dylib_clang_fails_with_standin(tvm_xcode, standin, tmp_path, monkeypatch):
     monkeypatch.setenv("KILN_CLANG_FAIL", "1")
     out = str(tmp_path / "lib.dylib")
@@ -197,6 +209,28 @@ def test_compile_metal_same_commands_with_standin(tvm_xcode, standin, sdk):
     assert expected_calls[1] == metallib_step
 
 
+def test_compile_metal_min_os_version_with_standin(tvm_xcode, standin):
+    tvm_xcode.compile_metal(METAL, sdk="iphonesimulator", min_os_version="16.4")
+    expected = _metal_calls(standin)
+    kiln_xcode.compile_metal(METAL, sdk="iphonesimulator", min_os_version="16.4")
+    assert _metal_calls(standin) == expected
+    assert "-mios-version-min=16.4" in expected[0]
+
+
+def test_compile_metal_macosx_min_version_with_standin(tvm_xcode, standin):
+    """Deliberate difference, as for create_dylib: -mmacosx-version-min for macosx."""
+    tvm_xcode.compile_metal(METAL, min_os_version="12.0")
+    expected = _metal_calls(standin)
+    kiln_xcode.compile_metal(METAL, min_os_version="12.0")
+    result = _metal_calls(standin)
+    assert "-mios-version-min=12.0" in expected[0]
+    assert result[0] == [
+        "-mmacosx-version-min=12.0" if arg == "-mios-version-min=12.0" else arg
+        for arg in expected[0]
+    ]
+    assert result[1] == expected[1]
+
+
 def test_compile_metal_path_target_with_standin(tvm_xcode, standin, tmp_path):
     del standin
     tvm_lib = tvm_xcode.compile_metal(METAL, path_target=str(tmp_path / "tvm.metallib"))
@@ -222,9 +256,33 @@ def test_compile_metal_unsupported_sdk(tvm_xcode, standin):
     ) is RuntimeError
 
 
+def _varint(value):
+    out = bytearray()
+    while value >= 0x80:
+        out.append((value & 0x7F) | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
+
+
+def _field(number, payload):
+    """A length-delimited protobuf field."""
+    return _varint(number << 3 | 2) + _varint(len(payload)) + payload
+
+
+def _mlmodel(inputs, outputs, short_description):
+    """A Core ML Model as protobuf bytes (Model.proto: specificationVersion 1, description 2 with
+    input 1, output 10 and metadata 100, whose shortDescription is 1), as coremltools saves it."""
+    description = b"".join(_field(1, _field(1, name.encode())) for name in inputs)
+    description += b"".join(_field(10, _field(1, name.encode())) for name in outputs)
+    if short_description:
+        description += _field(100, _field(1, short_description.encode()))
+    return _varint(1 << 3) + _varint(4) + _field(2, description)
+
+
 class FakeCoreMLModel:
-    """What compile_coreml uses of a coremltools MLModel: its input and output descriptions, a
-    writable short_description, save(path)."""
+    """What compile_coreml uses of a coremltools MLModel: its input and output descriptions
+    (iterating gives the names), a writable short_description, save(path) writing the model."""
 
     def __init__(self):
         self.input_description = {"x": "input tensor", "y": "second input"}
@@ -232,8 +290,12 @@ class FakeCoreMLModel:
         self.short_description = ""
 
     def save(self, path):
-        with open(path, "w", encoding="utf-8") as out:
-            out.write(f"mlmodel:{self.short_description}")
+        with open(path, "wb") as out:
+            out.write(_mlmodel(self.input_description, self.output_description,
+                               self.short_description))  # fmt: skip
+
+
+DESCRIPTION = '{"inputs": ["x", "y"], "outputs": ["z"]}'
 
 
 def test_compile_coreml_with_standin(tvm_xcode, standin, tmp_path):
@@ -244,13 +306,30 @@ def test_compile_coreml_with_standin(tvm_xcode, standin, tmp_path):
         model = FakeCoreMLModel()
         compiled = module.compile_coreml(model, out_dir=str(out_dir))
         calls = [[arg.replace(str(out_dir), "<out>") for arg in c] for c in standin.take_calls()]
-        saved = (out_dir / "main.mlmodel").read_text()
+        saved = (out_dir / "main.mlmodel").read_bytes()
         compiled = compiled.replace(str(out_dir), "<out>")
         results.append((compiled, model.short_description, saved, calls))
     assert results[1] == results[0]
     assert results[0][0] == "<out>/main.mlmodelc"
-    assert results[0][1] == '{"inputs": ["x", "y"], "outputs": ["z"]}'
+    assert results[0][1] == DESCRIPTION
+    assert results[0][2] == _mlmodel(["x", "y"], ["z"], DESCRIPTION)
     assert results[0][3] == [["coremlcompiler", "compile", "<out>/main.mlmodel", "<out>"]]
+
+
+def test_compile_coreml_of_a_saved_model_with_standin(tvm_xcode, standin, tmp_path):
+    """kiln also takes a saved .mlmodel: its copy gets the description 0.27 writes into a model
+    object (the saved file itself is left alone)."""
+    tvm_model = FakeCoreMLModel()
+    tvm_xcode.compile_coreml(tvm_model, out_dir=str(tmp_path))
+    expected = (tmp_path / "main.mlmodel").read_bytes()
+    saved = tmp_path / "saved.mlmodel"
+    FakeCoreMLModel().save(saved)
+    (tmp_path / "kiln").mkdir()
+    compiled = kiln_xcode.compile_coreml(str(saved), out_dir=str(tmp_path / "kiln"))
+    assert compiled == str(tmp_path / "kiln" / "main.mlmodelc")
+    assert (tmp_path / "kiln" / "main.mlmodel").read_bytes() == expected
+    assert saved.read_bytes() == _mlmodel(["x", "y"], ["z"], "")
+    assert len(standin.take_calls()) == 2
 
 
 def test_compile_coreml_nothing_compiled_with_standin(tvm_xcode, standin, tmp_path):

@@ -2,11 +2,13 @@
 libraries linked with the generated objects into one standalone .wasm module.
 
 The runtime libraries (wasm_runtime.bc, tvmjs_support.bc, webgpu_runtime.bc) are found under
-<root>/web/dist/wasm and <root>/web/dist, where root is $TVM_HOME, else TVM's source tree when TVM
-is loaded (tvm.libinfo's top directory, as 0.27), else kiln's own fallback.
+<root>/web/dist/wasm and <root>/web/dist, where root is $TVM_HOME, else TVM's source tree (as
+0.27: two levels above the tvm package, found without importing TVM when it is not loaded).
 """
 
+import importlib.util
 import os
+import pathlib
 
 from .._native import native as _native
 from ._toolchain_common import tvm_loaded
@@ -15,26 +17,38 @@ __all__ = ["create_tvmjs_wasm", "find_wasm_lib"]
 
 
 def _root():
-    """Where web/dist is: $TVM_HOME, else TVM's top directory when TVM is loaded, else "" (kiln's
-    C++ layer decides)."""
+    """Where web/dist is looked for: $TVM_HOME, else TVM's top directory, else "" (none)."""
     home = os.environ.get("TVM_HOME")
     if home:
         return home
-    if _tvm_top_directory:
-        return _tvm_top_directory[0]
+    if not _tvm_top_directory:
+        top = _find_tvm_top_directory()
+        if not top:
+            return ""
+        _tvm_top_directory.append(top)  # fixed for the process once found
+    return _tvm_top_directory[0]
+
+
+def _find_tvm_top_directory():
+    """TVM's libinfo._dev_top_directory(), <tvm package>/../.., without importing TVM when it is
+    not loaded yet; "" when TVM is not installed."""
     if tvm_loaded():
         try:
             from tvm import libinfo  # pylint: disable=import-outside-toplevel
 
-            top = os.fspath(libinfo._dev_top_directory())  # pylint: disable=protected-access
+            return os.fspath(libinfo._dev_top_directory())  # pylint: disable=protected-access
         except (ImportError, AttributeError):
             return ""
-        _tvm_top_directory.append(top)  # fixed once TVM is loaded
-        return top
-    return ""
+    try:
+        spec = importlib.util.find_spec("tvm")
+    except (ImportError, ValueError):
+        return ""
+    if spec is None or not spec.origin:
+        return ""
+    return os.fspath(pathlib.Path(spec.origin).parent / ".." / "..")
 
 
-# TVM's top directory, once TVM is loaded and it was asked for.
+# TVM's top directory, once found.
 _tvm_top_directory = []
 
 
@@ -45,9 +59,7 @@ def find_wasm_lib(name, optional=False):
     directories searched.
     """
     found = _native.emcc_find_wasm_lib(name, bool(optional), _root())
-    if found is None:
-        return None
-    return [found]
+    return None if found is None else list(found)
 
 
 def create_tvmjs_wasm(output, objects, options=None, cc="emcc", libs=None):

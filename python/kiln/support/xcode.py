@@ -57,10 +57,9 @@ def compile_metal(code, path_target=None, sdk="macosx", min_os_version=None):
     fails, its output goes to stderr and the result is None, as in 0.27.
     """
     _check_sdk(sdk)
-    del min_os_version  # TODO(cpp16): kiln::xcode::compile_metal's min_os_version
     try:
         metallib = _native.xcode_compile_metal(
-            code, os.fspath(path_target) if path_target else "", sdk
+            code, os.fspath(path_target) if path_target else "", sdk, min_os_version
         )
     except RuntimeError as error:
         sys.stderr.write(f"{error}\n")
@@ -73,13 +72,20 @@ def compile_coreml(model, model_name="main", out_dir="."):
     """Compile a Core ML model with ``xcrun coremlcompiler compile``; returns the compiled
     model's path, <out_dir>/<model_name>.mlmodelc.
 
-    model: a coremltools model. Its inputs and outputs are written, as JSON, into its
-    short_description (where TVM's Core ML runtime reads them), and it is saved as
-    <out_dir>/<model_name>.mlmodel first. RuntimeError when the compiler produced nothing.
+    model: a coremltools model, as in 0.27: the names of its inputs and outputs are written, as
+    JSON, into its short_description (where TVM's Core ML runtime reads them), and it is saved as
+    <out_dir>/<model_name>.mlmodel. kiln also takes the path of a saved .mlmodel, into whose copy
+    kiln's C++ layer writes the same description. RuntimeError when the compiler produced nothing.
     """
     out_dir = os.fspath(out_dir)
-    mlmodel_path = os.path.join(out_dir, model_name + ".mlmodel")
-    metadata = {"inputs": list(model.input_description), "outputs": list(model.output_description)}
-    model.short_description = json.dumps(metadata)
-    model.save(mlmodel_path)
+    if isinstance(model, str | os.PathLike):
+        mlmodel_path = os.fspath(model)
+    else:
+        mlmodel_path = os.path.join(out_dir, model_name + ".mlmodel")
+        metadata = {
+            "inputs": list(model.input_description),
+            "outputs": list(model.output_description),
+        }
+        model.short_description = json.dumps(metadata)
+        model.save(mlmodel_path)
     return _native.xcode_compile_coreml(mlmodel_path, model_name, out_dir)
