@@ -2,9 +2,10 @@
 libraries and Core ML models.
 
 Every tool runs from an argument vector (0.27 runs Metal's two steps as one shell string), so paths
-with spaces or shell characters pass through untouched. Where kiln differs on purpose:
-create_dylib passes no empty argument for macOS without min_os_version (0.27 passes "", which a
-real clang takes for a missing input file).
+with spaces or shell characters pass through untouched. Where kiln differs on purpose, for the
+macosx SDK: no empty argument when min_os_version is None (0.27 passes "", which a real clang takes
+for a missing input file), and -mmacosx-version-min=V when it is given (0.27's -mios-version-min
+makes clang build for iOS).
 """
 
 import json
@@ -37,7 +38,7 @@ def _paths(objects):
 
 def create_dylib(output, objects, arch, sdk="macosx", min_os_version=None):
     """Create a dynamic library with the SDK's clang: ``clang -dynamiclib -arch ARCH -isysroot
-    <sdk path> [-mios-version-min=V] -o output objects...``.
+    <sdk path> [-mios-version-min=V | -mmacosx-version-min=V] -o output objects...``.
 
     sdk: macosx, iphoneos or iphonesimulator (RuntimeError otherwise); the iOS SDKs default to
     min_os_version 13.0. A failing clang raises RuntimeError("Compilation error:...").
@@ -50,8 +51,8 @@ create_dylib.output_format = "dylib"
 
 
 def compile_metal(code, path_target=None, sdk="macosx", min_os_version=None):
-    """Compile Metal source to a metallib: ``xcrun -sdk SDK metal -std=<macos|ios>-metal2.3 -O3
-    -c`` then ``xcrun -sdk SDK metallib``.
+    """Compile Metal source to a metallib: ``xcrun -sdk SDK metal -std=<macos|ios>-metal2.3
+    [minimum OS version, as for create_dylib] -O3 -c`` then ``xcrun -sdk SDK metallib``.
 
     Returns the metallib's bytes (bytearray), also written to `path_target` when given. When a tool
     fails, its output goes to stderr and the result is None, as in 0.27.
