@@ -11,16 +11,20 @@
 
 namespace kiln::emcc {
 
-// `name` under <root>/web/dist/wasm, then <root>/web/dist, where root is `root`, else $TVM_HOME.
-// std::nullopt when absent and `optional`; otherwise FileNotFound naming the directories.
-std::optional<std::filesystem::path> find_wasm_lib(const std::string& name, bool optional = false,
-                                                   const std::filesystem::path& root = {});
+// As the seed: every `name` found under <top>/web/dist/wasm and <top>/web/dist, in that order,
+// where top is $TVM_HOME when it is set, else `root`: the TVM source tree's top directory (the
+// seed's libinfo._dev_top_directory(), which the Python side passes; kiln alone knows none).
+// When nothing is found: std::nullopt if `optional`, else FileNotFound ("Cannot find NAME;
+// searched [DIRS]").
+std::optional<std::vector<std::filesystem::path>> find_wasm_lib(
+    const std::string& name, bool optional = false, const std::filesystem::path& root = {});
 
 struct WasmOptions {
   std::vector<std::string> options{};  // after the objects
   std::string cc = "emcc";
   std::vector<std::filesystem::path> libs{};  // each must exist
-  std::filesystem::path root{};               // where the runtime libraries are; empty: $TVM_HOME
+  // Where the runtime libraries are looked for when $TVM_HOME is not set (find_wasm_lib).
+  std::filesystem::path root{};
 };
 
 // `emcc -O3 -std=c++17 --no-entry -s WASM_BIGINT=1 -s ERROR_ON_UNDEFINED_SYMBOLS=0

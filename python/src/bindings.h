@@ -14,5 +14,15 @@ void bind_errors(pybind11::module_& m);
 void bind_base(pybind11::module_& m);
 // kiln::cc: compilers, static libraries, symbol maps, target triples, cross compilers.
 void bind_cc(pybind11::module_& m);
+// kiln::rocm: ld.lld, ROCm device libraries, the AMD GPU's architecture.
+void bind_rocm(pybind11::module_& m);
+// kiln::ndk: the Android NDK's compiler.
+void bind_ndk(pybind11::module_& m);
+// kiln::xcode: Apple toolchains through xcrun.
+void bind_xcode(pybind11::module_& m);
+// kiln::emcc: Emscripten for tvmjs.
+void bind_emcc(pybind11::module_& m);
+// kiln::clang: finding clang, LLVM IR.
+void bind_clang(pybind11::module_& m);
 
 }  // namespace kiln::python

@@ -6,4 +6,9 @@ PYBIND11_MODULE(_kiln, m) {
   kiln::python::bind_errors(m);
   kiln::python::bind_base(m);
   kiln::python::bind_cc(m);
+  kiln::python::bind_rocm(m);
+  kiln::python::bind_ndk(m);
+  kiln::python::bind_xcode(m);
+  kiln::python::bind_emcc(m);
+  kiln::python::bind_clang(m);
 }

@@ -10,27 +10,27 @@ namespace kiln::emcc {
 
 namespace fs = std::filesystem;
 
-std::optional<fs::path> find_wasm_lib(const std::string& name, bool optional,
-                                      const fs::path& root) {
-  fs::path base = root;
-  if (base.empty()) {
-    std::optional<std::string> home = emcc_environment().get("TVM_HOME");
-    if (!home) {
-      if (optional) return std::nullopt;
-      throw FileNotFound(fmt::format(
-          "Cannot find library {}: TVM_HOME is not set (it should hold web/dist/wasm/{})", name,
-          name));
-    }
-    base = *home;
+std::optional<std::vector<fs::path>> find_wasm_lib(const std::string& name, bool optional,
+                                                   const fs::path& root) {
+  std::optional<std::string> home = emcc_environment().get("TVM_HOME");
+  fs::path top = home ? fs::path(*home) : root;
+  if (top.empty()) {
+    if (optional) return std::nullopt;
+    throw FileNotFound(fmt::format(
+        "Cannot find {}: TVM_HOME is not set and no TVM source tree was given (it should hold "
+        "web/dist/wasm/{})",
+        name, name));
   }
-  const fs::path dirs[] = {base / "web" / "dist" / "wasm", base / "web" / "dist"};
+  const fs::path dirs[] = {top / "web" / "dist" / "wasm", top / "web" / "dist"};
+  std::vector<fs::path> found;
   std::error_code ec;
   for (const fs::path& dir : dirs) {
-    if (fs::is_regular_file(dir / name, ec)) return dir / name;
+    if (fs::is_regular_file(dir / name, ec)) found.push_back(dir / name);
   }
+  if (!found.empty()) return found;
   if (optional) return std::nullopt;
   throw FileNotFound(
-      fmt::format("Cannot find library {} in [{}, {}]", name, dirs[0].string(), dirs[1].string()));
+      fmt::format("Cannot find {}; searched [{}, {}]", name, dirs[0].string(), dirs[1].string()));
 }
 
 Recipe tvmjs_wasm_recipe(const fs::path& output, const std::vector<fs::path>& objects,
@@ -47,9 +47,12 @@ Recipe tvmjs_wasm_recipe(const fs::path& output, const std::vector<fs::path>& ob
     with_runtime = with_runtime || object.string().find("wasm_runtime.bc") != std::string::npos;
   }
   std::vector<fs::path> libs;
-  if (!with_runtime) libs.push_back(*find_wasm_lib("wasm_runtime.bc", false, options.root));
-  libs.push_back(*find_wasm_lib("tvmjs_support.bc", false, options.root));
-  libs.push_back(*find_wasm_lib("webgpu_runtime.bc", false, options.root));
+  auto first = [&options](const std::string& name) {
+    return find_wasm_lib(name, false, options.root)->front();
+  };
+  if (!with_runtime) libs.push_back(first("wasm_runtime.bc"));
+  libs.push_back(first("tvmjs_support.bc"));
+  libs.push_back(first("webgpu_runtime.bc"));
   std::error_code ec;
   for (const fs::path& lib : options.libs) {
     if (!fs::exists(lib, ec))

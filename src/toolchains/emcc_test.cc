@@ -42,7 +42,8 @@ class Emcc : public ::testing::Test {
 
 TEST_F(Emcc, AStandaloneModuleExportingTheKernel) {
   testing::ScopedEnv home("TVM_HOME", (dir / "tvm").string());
-  EXPECT_EQ(find_wasm_lib("tvmjs_support.bc"), dir / "tvm/web/dist/wasm/tvmjs_support.bc");
+  EXPECT_EQ(find_wasm_lib("tvmjs_support.bc"),
+            std::vector<fs::path>{dir / "tvm/web/dist/wasm/tvmjs_support.bc"});
   create_tvmjs_wasm(dir / "module.wasm", {dir / "kernel.o"});
   std::string module = testing::read_file(dir / "module.wasm");
   ASSERT_GE(module.size(), 8u);
@@ -55,6 +56,7 @@ TEST_F(Emcc, AStandaloneModuleExportingTheKernel) {
 }
 
 TEST_F(Emcc, MissingLibrariesAreClearErrors) {
+  testing::ScopedEnv no_home("TVM_HOME", std::nullopt);  // `.root` is where to look without it
   try {
     create_tvmjs_wasm(dir / "m.wasm", {dir / "kernel.o"},
                       {.libs = {dir / "missing_lib.bc"}, .root = dir / "tvm"});
@@ -70,14 +72,36 @@ TEST_F(Emcc, MissingLibrariesAreClearErrors) {
     create_tvmjs_wasm(dir / "m.wasm", {dir / "kernel.o"}, {.root = dir / "tvm"});
     FAIL();
   } catch (const FileNotFound& e) {
-    EXPECT_NE(std::string(e.what()).find("Cannot find library webgpu_runtime.bc"),
+    EXPECT_NE(std::string(e.what()).find("Cannot find webgpu_runtime.bc; searched [" +
+                                         (dir / "tvm/web/dist/wasm").string()),
               std::string::npos)
         << e.what();
   }
   EXPECT_FALSE(fs::exists(dir / "m.wasm"));
   EXPECT_FALSE(find_wasm_lib("webgpu_runtime.bc", true, dir / "tvm"));
-  testing::ScopedEnv no_home("TVM_HOME", std::nullopt);
   EXPECT_THROW(find_wasm_lib("wasm_runtime.bc"), FileNotFound);
+  EXPECT_FALSE(find_wasm_lib("wasm_runtime.bc", true));
+}
+
+// As the seed: a list of every match, web/dist/wasm first; $TVM_HOME when set, else the source
+// tree's top directory that the caller gives.
+TEST(EmccLibraries, EveryMatchInOrderFromTvmHomeElseTheSourceTree) {
+  TempDirectory home, tree;
+  for (const fs::path& top : {home.path(), tree.path()}) {
+    fs::create_directories(top / "web/dist/wasm");
+    std::ofstream(top / "web/dist/wasm/wasm_runtime.bc") << "bc";
+    std::ofstream(top / "web/dist/wasm_runtime.bc") << "bc";
+  }
+  std::vector<fs::path> both = {tree / "web/dist/wasm/wasm_runtime.bc",
+                                tree / "web/dist/wasm_runtime.bc"};
+  {
+    testing::ScopedEnv no_home("TVM_HOME", std::nullopt);
+    EXPECT_EQ(find_wasm_lib("wasm_runtime.bc", false, tree.path()), both);
+  }
+  testing::ScopedEnv with_home("TVM_HOME", home.path().string());
+  EXPECT_EQ(find_wasm_lib("wasm_runtime.bc", false, tree.path())->front(),
+            home / "web/dist/wasm/wasm_runtime.bc")
+      << "TVM_HOME first, as the seed";
 }
 
 }  // namespace

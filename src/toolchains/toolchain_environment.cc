@@ -61,7 +61,8 @@ const EnvironmentList& cuda_environment() {
 }
 
 const EnvironmentList& cc_environment() {
-  static const EnvironmentList list("cc", with_compiler_search({"CXX", "CC"}), {"PATH"});
+  static const EnvironmentList list(
+      "cc", with_compiler_search({"CXX", "CC", "TVM_WIN_CC", "TVM_WIN_TARGET"}), {"PATH"});
   return list;
 }
 
