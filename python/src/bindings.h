@@ -14,5 +14,7 @@ void bind_errors(pybind11::module_& m);
 void bind_base(pybind11::module_& m);
 // kiln::cc: compilers, static libraries, symbol maps, target triples, cross compilers.
 void bind_cc(pybind11::module_& m);
+// kiln::cuda: CUDA compiles (nvcc, NVRTC), the toolkit's parts, compute capabilities.
+void bind_cuda(pybind11::module_& m);
 
 }  // namespace kiln::python

@@ -6,4 +6,5 @@ PYBIND11_MODULE(_kiln, m) {
   kiln::python::bind_errors(m);
   kiln::python::bind_base(m);
   kiln::python::bind_cc(m);
+  kiln::python::bind_cuda(m);
 }
