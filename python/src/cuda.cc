@@ -21,7 +21,8 @@ using Strings = std::vector<std::string>;
 
 // The compiled bytes as a bytearray (tvm.support's return type), made without a bytes copy.
 py::object to_bytearray(const std::string& bytes) {
-  PyObject* array = PyByteArray_FromStringAndSize(bytes.data(), static_cast<Py_ssize_t>(bytes.size()));
+  PyObject* array =
+      PyByteArray_FromStringAndSize(bytes.data(), static_cast<Py_ssize_t>(bytes.size()));
   if (array == nullptr) throw py::error_already_set();
   return py::reinterpret_steal<py::object>(array);
 }

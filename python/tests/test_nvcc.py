@@ -168,7 +168,7 @@ def fake_toolkit(root, version, libdevices):
 
 @pytest.mark.parametrize("arch", [20, 35, 52, 61])
 def test_find_libdevice_path_per_arch(tvm_nvcc, monkeypatch, tmp_path, arch):
-    names = ["libdevice.compute_20.10.bc", "libdevice.compute_30.10.bc", "libdevice.compute_50.10.bc"]
+    names = [f"libdevice.compute_{n}.10.bc" for n in (20, 30, 50)]
     monkeypatch.setenv("CUDA_PATH", fake_toolkit(tmp_path, "11.8.89", names))
     assert kiln_nvcc.find_libdevice_path(arch) == tvm_nvcc.find_libdevice_path(arch)
 
@@ -180,10 +180,8 @@ def test_find_libdevice_path_of_old_cuda(tvm_nvcc, monkeypatch, tmp_path):
 
 def test_find_libdevice_path_of_none(tvm_nvcc, monkeypatch, tmp_path):
     monkeypatch.setenv("CUDA_PATH", fake_toolkit(tmp_path, "12.0.76", []))
-    assert (
-        same_error(lambda: tvm_nvcc.find_libdevice_path(80), lambda: kiln_nvcc.find_libdevice_path(80))
-        is RuntimeError
-    )
+    calls = [lambda m=module: m.find_libdevice_path(80) for module in (tvm_nvcc, kiln_nvcc)]
+    assert same_error(*calls) is RuntimeError
     results = []
     for module in (tvm_nvcc, kiln_nvcc):
         with pytest.warns(UserWarning, match="Cannot find libdevice path"):

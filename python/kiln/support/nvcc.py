@@ -1,8 +1,8 @@
-"""CUDA compiles (NVRTC or nvcc) and the CUDA toolkit, as tvm.support.nvcc, run by kiln's C++ library.
+"""CUDA compiles (NVRTC or nvcc) and the CUDA toolkit, as tvm.support.nvcc, run by kiln's library.
 
-The names, signatures, defaults, return types and exception types are tvm.support 0.27's: compile_cuda
-returns a bytearray, a failed compile raises RuntimeError with the compiler's log, a bad argument
-ValueError, a toolkit part that cannot be found RuntimeError. What kiln adds underneath:
+The names, signatures, defaults, return types and exception types are tvm.support 0.27's:
+compile_cuda returns a bytearray, a failed compile raises RuntimeError with the compiler's log, a
+bad argument ValueError, a toolkit part that cannot be found RuntimeError. What kiln adds:
 
 - NVRTC is loaded by kiln (no cuda-bindings package needed) and, from Python, compiles in kiln's
   NVRTC compile server (the kiln program shipped with this package, KILN_SERVICE_PROGRAM), whose
