@@ -80,6 +80,17 @@ TEST_F(CcCli, CompileErrorExitsOneWithTheWholeMessage) {
   EXPECT_NE(r.error_output.find("Command line: gcc -c -o "), std::string::npos) << r.error_output;
 }
 
+// Options after -- precede the inputs (as tvm.support 0.27); --lib links a library after them.
+TEST_F(CcCli, OptionsBeforeTheInputsAndLibrariesAfter) {
+  std::ofstream(tmp_ / "root.c") << "#include <math.h>\n#include <stdio.h>\n"
+                                    "int main(int argc, char** argv) { (void)argv; "
+                                    "printf(\"%.0f\\n\", sqrt(9.0 * argc)); return 0; }\n";
+  kiln::RunResult r = kiln_cli({"cc", "exe", "-o", path("root"), "--cc", "gcc", "--lib", "m",
+                                path("root.c"), "--", "-x", "c"});
+  ASSERT_EQ(r.exit_code, 0) << r.error_output;
+  EXPECT_EQ(kiln::run({.argv = {path("root")}}).output, "3\n");
+}
+
 TEST_F(CcCli, BadUsageExitsTwo) {
   for (const auto& args : std::vector<std::vector<std::string>>{
            {"cc"},

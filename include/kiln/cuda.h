@@ -43,6 +43,13 @@ struct CompileOptions {
   // "sm_80", "sm_90a" or "compute_80" (NVRTC respells it for the format). Empty: the compute
   // capability of device 0 when a driver and a GPU are present, else an Error asking for one.
   std::string arch{};
+  // Several targets in one nvcc compile, instead of `arch` (the seed's list-valued arch). Each
+  // arch name ("sm_80", "sm_90a", "compute_90") becomes `-gencode arch=compute_XY,code=sm_XY`
+  // (code=compute_XY for a compute_ name: PTX, for the driver to compile); anything else is
+  // passed to nvcc as it is, as the seed passes its list ({"-gencode",
+  // "arch=compute_80,code=sm_80", ...}). InvalidArgument with `arch` set too, and with NVRTC,
+  // which makes one target, unless the list is one arch name (then it is the arch).
+  std::vector<std::string> archs{};
   // Extra compiler options; with NVRTC, nvcc-only ones (-c, -O3, -std=..., -Xcompiler, ...) are
   // dropped as the seed does.
   std::vector<std::string> options{};
@@ -150,6 +157,10 @@ NvshmemPaths find_nvshmem_paths();
 // lib/nvidia-cuda-toolkit/libdevice; CUDA 9.0-11.3 -> libdevice.10.bc; later, the
 // libdevice.compute_N.10.bc with the largest N <= arch, or plain libdevice.10.bc.
 std::filesystem::path find_libdevice_path(int arch);
+// The seed's callback_libdevice_path: find_libdevice_path(arch), or "" when there is none (no
+// toolkit, no libdevice for that arch): then `warning`, when given, is set to "Cannot find
+// libdevice path: <why>", for the caller to show (the seed warns; kiln's library prints nothing).
+std::string callback_libdevice_path(int arch, std::string* warning = nullptr);
 
 // "sm_86" -> "8.6", "sm_90a" -> "9.0.a", "compute_80" -> "8.0". InvalidArgument when unparsable.
 std::string compute_version_of_arch(std::string_view arch);
@@ -165,7 +176,8 @@ bool have_tensorcore(std::string_view compute_version);  // major >= 7
 bool have_bf16(std::string_view compute_version);        // major >= 8
 bool have_fp8(std::string_view compute_version);         // 8.9, or major >= 9
 bool have_fp4(std::string_view compute_version);         // exactly 10.0
-bool have_cudagraph();                                   // CUDA >= 10.0
+// CUDA >= 10.0; false when no toolkit is found or its version cannot be read (as the seed).
+bool have_cudagraph();
 
 // The compute capability of device 0 ("8.6"), through the CUDA driver when one is installed.
 // std::nullopt when there is no driver or no device; `why_not` (if given) then says which.

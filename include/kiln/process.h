@@ -22,6 +22,8 @@
 // waited for, so run() is safe to call from many threads at once.
 #pragma once
 
+#include <sys/types.h>
+
 #include <chrono>
 #include <filesystem>
 #include <map>
@@ -155,6 +157,18 @@ RunResult check(std::string_view label, const RunOptions& options);
 // ending().
 ToolFailed tool_failed(std::string_view label, const RunResult& result);
 ToolFailed tool_failed(std::string_view label, std::string output, const RunResult& result);
+
+// The live descendants of process `pid` (children, their children, ...), parents before their
+// children, read from /proc; empty when `pid` has none or does not exist. Zombies (exited,
+// waiting to be reaped) are left out. InvalidArgument for pid <= 0.
+std::vector<pid_t> descendant_processes(pid_t pid);
+
+// tvm.support.popen_pool.kill_child_processes: sends SIGKILL to every descendant of `pid` (not
+// to `pid` itself), looking again for ones forked meanwhile; returns how many were signalled.
+// Nothing happens for a pid that does not exist (as the seed's). Walks /proc: no psutil. A
+// descendant that another user owns, and kiln may not signal, is skipped.
+// InvalidArgument for pid <= 0 (0 and -1 would mean every process).
+size_t kill_child_processes(pid_t pid);
 
 // The argument vector as one line, each argument quoted only when a shell would need it.
 std::string format_command_line(const std::vector<std::string>& argv);

@@ -93,8 +93,8 @@ RocmArch get_rocm_arch(const std::filesystem::path& rocm_path = {});
 // The first `Name: gfx...` in rocminfo's output (CPU agents are skipped by the pattern).
 std::optional<std::string> parse_rocminfo(std::string_view output);
 
-// $ROCM_PATH; else two levels above the real path of hipcc on PATH; else /opt/rocm if it
-// exists; else FileNotFound.
+// $ROCM_PATH; else two levels above the real path of hipcc on PATH; else /opt/rocm if it holds
+// bin/hipcc (as the seed); else FileNotFound.
 std::filesystem::path find_rocm_path();
 
 // Matrix cores: compute version ("9.0", "9.0.a") major >= 8. InvalidArgument when unparsable.

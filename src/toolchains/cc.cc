@@ -73,8 +73,10 @@ Recipe compile_recipe(Mode mode, const fs::path& output, const std::vector<fs::p
   for (std::string& flag : mode_flags(mode, cc)) argv.push_back(std::move(flag));
   argv.push_back("-o");
   argv.push_back(as_argument(output, options.cwd));
-  for (const fs::path& input : inputs) argv.push_back(as_argument(input, options.cwd));
+  // Options before the inputs, as tvm.support 0.27: an option that applies to the files after it
+  // (-x c++) must precede them.
   argv.insert(argv.end(), options.options.begin(), options.options.end());
+  for (const fs::path& input : inputs) argv.push_back(as_argument(input, options.cwd));
   Recipe recipe{.inputs = inputs, .key_material = cc_environment().material()};
   const std::optional<Launcher>& launcher = options.launcher;
   if (launcher && !launcher->prefix.empty()) {
@@ -123,6 +125,50 @@ TripleGetter memoize(TripleGetter getter) {
     std::call_once(memo->once, [&] { memo->value = getter(); });
     return memo->value;
   };
+}
+
+// What probe_elf_machine learned, per compiler, options and cwd.
+class MachineMemo {
+ public:
+  std::optional<std::optional<ElfMachine>> find(const std::string& key) {
+    std::lock_guard lock(mutex_);
+    auto it = known_.find(key);
+    if (it == known_.end()) return std::nullopt;
+    return it->second;
+  }
+  void remember(const std::string& key, std::optional<ElfMachine> machine) {
+    std::lock_guard lock(mutex_);
+    known_.emplace(key, machine);
+  }
+
+ private:
+  std::mutex mutex_;
+  std::map<std::string, std::optional<ElfMachine>> known_;
+};
+
+MachineMemo& machine_memo() {
+  static MachineMemo memo;
+  return memo;
+}
+
+// Compiles an empty C file with `options` and reads the object's ELF machine.
+std::optional<ElfMachine> compile_probe(const std::string& compiler,
+                                        const std::vector<std::string>& options,
+                                        const fs::path& cwd) {
+  TempDirectory temp;
+  fs::path source = temp / "kiln_machine_probe.c";
+  fs::path object = temp / "kiln_machine_probe.o";
+  internal::write_file(source, "");
+  std::vector<std::string> argv{compiler};
+  argv.insert(argv.end(), options.begin(), options.end());
+  argv.insert(argv.end(), {"-c", source.string(), "-o", object.string()});
+  try {
+    RunResult r = run({.argv = argv, .cwd = cwd, .timeout = std::chrono::seconds(60)});
+    if (!r.ok() || !internal::is_file(object)) return std::nullopt;
+    return read_elf_machine(object);
+  } catch (const Error&) {
+    return std::nullopt;  // a compiler that cannot run, or a cwd that is gone: nobody can tell
+  }
 }
 
 std::optional<std::string> find_on_path(std::string_view name) {
@@ -271,10 +317,31 @@ TripleGetter get_target_by_dump_machine(std::string compiler,
   };
 }
 
-CompileFunction::CompileFunction(Fn fn, std::string output_format, TripleGetter get_target_triple)
+std::optional<ElfMachine> probe_elf_machine(const std::string& compiler,
+                                            const std::vector<std::string>& options,
+                                            const fs::path& cwd) {
+  std::vector<std::string> parts{compiler, cwd.string()};
+  parts.insert(parts.end(), options.begin(), options.end());
+  std::string key;
+  for (const std::string& part : parts) key += part + '\0';
+  if (std::optional<std::optional<ElfMachine>> known = machine_memo().find(key)) return *known;
+  std::optional<ElfMachine> machine = compile_probe(compiler, options, cwd);
+  machine_memo().remember(key, machine);
+  return machine;
+}
+
+CompileFunction::CompileFunction(Fn fn, std::string output_format, TripleGetter get_target_triple,
+                                 MachineProbe machine_probe)
     : fn_(std::move(fn)),
       output_format_(std::move(output_format)),
-      get_target_triple_(std::move(get_target_triple)) {}
+      get_target_triple_(std::move(get_target_triple)),
+      machine_probe_(std::move(machine_probe)) {}
+
+std::optional<ElfMachine> CompileFunction::expected_machine(
+    const std::vector<std::string>& options) const {
+  if (!machine_probe_) return std::nullopt;
+  return machine_probe_(options);
+}
 
 RunResult CompileFunction::operator()(const fs::path& output, const std::vector<fs::path>& objects,
                                       const std::vector<std::string>& options) const {
@@ -290,6 +357,14 @@ CompileFunction shared_compiler(Options base) {
   std::string cc = !base.cc.empty() ? base.cc : get_cc().value_or("");
   TripleGetter getter =
       cc.empty() ? TripleGetter{} : memoize(get_target_by_dump_machine(cc, base.options));
+  MachineProbe probe;
+  if (!cc.empty()) {
+    probe = [cc, options = base.options, cwd = base.cwd](const std::vector<std::string>& more) {
+      std::vector<std::string> all = options;
+      all.insert(all.end(), more.begin(), more.end());
+      return probe_elf_machine(cc, all, cwd);
+    };
+  }
   return CompileFunction(
       [base = std::move(base)](const fs::path& output, const std::vector<fs::path>& objects,
                                const std::vector<std::string>& options) {
@@ -297,7 +372,7 @@ CompileFunction shared_compiler(Options base) {
         call.options.insert(call.options.end(), options.begin(), options.end());
         return create_shared(output, objects, call);
       },
-      "so", std::move(getter));
+      "so", std::move(getter), std::move(probe));
 }
 
 CompileFunction cross_compiler(const CompileFunction& base, const CrossOptions& cross) {
@@ -306,22 +381,35 @@ CompileFunction cross_compiler(const CompileFunction& base, const CrossOptions& 
                                                        : "so";
   TripleGetter getter =
       cross.get_target_triple ? memoize(cross.get_target_triple) : base.target_triple_getter();
+  // Fresh vectors on every call: the seed's `all_options = base_options; all_options += options`
+  // grew base_options each time.
+  auto with_base_options = [prefix = cross.options](const std::vector<std::string>& options) {
+    std::vector<std::string> all = prefix;
+    all.insert(all.end(), options.begin(), options.end());
+    return all;
+  };
+  MachineProbe probe;
+  if (base.machine_probe()) {
+    probe = [base, with_base_options](const std::vector<std::string>& options) {
+      return base.expected_machine(with_base_options(options));
+    };
+  }
   return CompileFunction(
-      [base, cross, getter](const fs::path& output, const std::vector<fs::path>& objects,
-                            const std::vector<std::string>& options) {
-        // Fresh vectors on every call: the seed's `all_options = base_options; all_options +=
-        // options` grew base_options each time.
+      [base, cross, with_base_options](const fs::path& output, const std::vector<fs::path>& objects,
+                                       const std::vector<std::string>& options) {
         std::vector<fs::path> all_objects = objects;
         all_objects.insert(all_objects.end(), cross.add_files.begin(), cross.add_files.end());
-        std::vector<std::string> all_options = cross.options;
-        all_options.insert(all_options.end(), options.begin(), options.end());
-        if (cross.check_elf_machine && getter) {
-          if (std::optional<std::string> triple = getter())
-            check_elf_machines(all_objects, *triple);
+        std::vector<std::string> all_options = with_base_options(options);
+        if (cross.check_elf_machine) {
+          // The machine the compiler makes with these very options (gcc -m32 -dumpmachine still
+          // says x86_64); when it cannot be told, nothing is refused.
+          if (std::optional<ElfMachine> expected = base.expected_machine(all_options)) {
+            check_elf_machines(all_objects, *expected, "the compiler with these options");
+          }
         }
         return base(output, all_objects, all_options);
       },
-      format, getter);
+      format, getter, std::move(probe));
 }
 
 CompileFunction cross_compiler(const std::string& compiler, const CrossOptions& cross,
@@ -334,20 +422,25 @@ CompileFunction cross_compiler(const std::string& compiler, const CrossOptions& 
                         with_getter);
 }
 
-void check_elf_machines(const std::vector<fs::path>& inputs, const std::string& triple) {
-  std::optional<ElfMachine> expected = elf_machine_for_triple(triple);
-  if (!expected) return;
+void check_elf_machines(const std::vector<fs::path>& inputs, ElfMachine expected,
+                        std::string_view target) {
   for (const fs::path& input : inputs) {
     std::error_code ec;
     if (!fs::is_regular_file(input, ec)) continue;  // the compiler reports a missing input
     std::optional<ElfMachine> machine = read_elf_machine(input);
-    if (machine && *machine != *expected) {
+    if (machine && *machine != expected) {
       throw InvalidArgument(fmt::format(
-          "'{}' is built for {} (ELF machine {}), but the compiler targets {} ({}, ELF machine "
-          "{}); rebuild it with the cross compiler",
-          input.string(), elf_machine_name(*machine), *machine, triple, elf_machine_name(*expected),
-          *expected));
+          "'{}' is built for {} (ELF machine {}), but {} builds for {} (ELF machine {}); rebuild "
+          "it with the cross compiler",
+          input.string(), elf_machine_name(*machine), *machine, target, elf_machine_name(expected),
+          expected));
     }
+  }
+}
+
+void check_elf_machines(const std::vector<fs::path>& inputs, const std::string& triple) {
+  if (std::optional<ElfMachine> expected = elf_machine_for_triple(triple)) {
+    check_elf_machines(inputs, *expected, fmt::format("the compiler (target {})", triple));
   }
 }
 

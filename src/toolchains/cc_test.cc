@@ -213,6 +213,32 @@ TEST(Cc, PathsInsideCwdArePassedRelative) {
   EXPECT_TRUE(fs::exists(tmp / "add.o"));
 }
 
+// Options come before the inputs, as in tvm.support 0.27: `-x c++` then applies to the source.
+TEST(Cc, OptionsPrecedeTheInputsSoXCxxAppliesToThem) {
+  TempDirectory tmp;
+  fs::path source = write(tmp / "twice.c",
+                          "template <typename T> T twice(T x) { return x + x; }\n"
+                          "extern \"C\" int twice_int(int x) { return twice(x); }\n");
+  RunResult r = create_object(tmp / "twice.o", {source},
+                              {.options = {"-x", "c++"}, .cc = "gcc", .cwd = tmp.path()});
+  EXPECT_EQ(r.command_line, "gcc -c -o twice.o -x c++ twice.c");
+  EXPECT_EQ(get_global_symbol_section_map(tmp / "twice.o").at("twice_int"), "T");
+}
+
+// A library named among the inputs follows the objects that need it, so that a linker with
+// --as-needed (Debian's default) keeps it.
+TEST(Cc, ALibraryAmongTheInputsIsLinkedAfterTheObjects) {
+  TempDirectory tmp;
+  fs::path main = write(tmp / "root.c",
+                        "#include <math.h>\n#include <stdio.h>\n"
+                        "int main(int argc, char** argv) { (void)argv; "
+                        "printf(\"%.0f\\n\", sqrt(16.0 * argc)); return 0; }\n");
+  RunResult r = create_executable(tmp / "root", {main, "-lm"}, {.options = {"-O0"}, .cc = "gcc"});
+  EXPECT_LT(r.command_line.find("-O0"), r.command_line.find("root.c")) << r.command_line;
+  EXPECT_LT(r.command_line.find("root.c"), r.command_line.find("-lm")) << r.command_line;
+  EXPECT_EQ(run({.argv = {(tmp / "root").string()}}).output, "4\n");
+}
+
 TEST(Cc, SymbolMapErrors) {
   TempDirectory tmp;
   EXPECT_THROW(get_global_symbol_section_map(tmp / "missing.so"), FileNotFound);
@@ -319,9 +345,72 @@ TEST_F(CrossClang, HostObjectInACrossLinkIsRefused) {
     std::string what = e.what();
     EXPECT_NE(what.find(host_object.string()), std::string::npos) << what;
     EXPECT_NE(what.find("x86-64 (ELF machine 62)"), std::string::npos) << what;
-    EXPECT_NE(what.find("AArch64, ELF machine 183"), std::string::npos) << what;
+    EXPECT_NE(what.find("AArch64 (ELF machine 183)"), std::string::npos) << what;
   }
   EXPECT_FALSE(fs::exists(tmp_ / "libadd.so"));
+}
+
+// gcc -m32 makes i386 objects although `gcc -m32 -dumpmachine` still says x86_64: the machine
+// to expect is what the compiler makes with the call's own options.
+class Gcc32 : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (probe_elf_machine("gcc", {"-m32"}) != EM_386) {
+      GTEST_SKIP() << "gcc -m32 -c does not work here (no 32-bit x86 code generation)";
+    }
+  }
+  TempDirectory tmp_;
+};
+
+TEST_F(Gcc32, AnI386ObjectLinksThroughCrossCompiler) {
+  fs::path object = tmp_ / "add32.o";
+  create_object(object, {write(tmp_ / "add.c", kAddSource)}, {.options = {"-m32"}, .cc = "gcc"});
+  ASSERT_EQ(read_elf_machine(object), EM_386);
+  CompileFunction gcc32 = cross_compiler("gcc", {.options = {"-m32", "-nostdlib"}});
+  ASSERT_TRUE(gcc32.get_target_triple().has_value());
+  EXPECT_TRUE(gcc32.get_target_triple()->starts_with("x86_64"))
+      << "-dumpmachine alone would have refused the object: " << *gcc32.get_target_triple();
+  EXPECT_EQ(gcc32.expected_machine({}), EM_386);
+  gcc32(tmp_ / "libadd32.so", {object});
+  EXPECT_EQ(read_elf_machine(tmp_ / "libadd32.so"), EM_386);
+}
+
+TEST_F(Gcc32, AHostObjectInAnI386LinkIsRefused) {
+  fs::path object = tmp_ / "add64.o";
+  create_object(object, {write(tmp_ / "add.c", kAddSource)}, {.cc = "gcc"});
+  CompileFunction gcc = cross_compiler("gcc", {.options = {"-nostdlib"}});
+  try {
+    gcc(tmp_ / "libadd.so", {object}, {"-m32"});  // -m32 given with the call, not the base
+    FAIL() << "an x86-64 object went into an i386 link";
+  } catch (const InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find("Intel 80386 (ELF machine 3)"), std::string::npos)
+        << e.what();
+  }
+  gcc(tmp_ / "libadd.so", {object});
+  EXPECT_EQ(read_elf_machine(tmp_ / "libadd.so"), EM_X86_64);
+}
+
+// Where the machine cannot be learned, nothing is refused: the compiler has the last word.
+TEST(Cc, AnUnsureCheckRefusesNothing) {
+  TempDirectory tmp;
+  fs::path object = tmp / "add.o";
+  create_object(object, {write(tmp / "add.c", kAddSource)}, {.cc = "gcc"});
+  EXPECT_FALSE(probe_elf_machine("kiln-no-such-compiler", {}).has_value());
+  EXPECT_FALSE(probe_elf_machine("gcc", {"-kiln-no-such-option"}).has_value());
+  EXPECT_EQ(probe_elf_machine("gcc", {"-O2"}), EM_X86_64);
+  int calls = 0;
+  CompileFunction custom(
+      [&calls](auto&&...) {
+        ++calls;
+        return RunResult{.exit_code = 0};
+      },
+      "so", [] { return std::optional<std::string>("aarch64-linux-gnu"); });
+  cross_compiler(custom)(tmp / "lib.so", {object});
+  EXPECT_EQ(calls, 1) << "a triple alone does not say what the compiler makes of the options";
+  // A compiler whose probe fails (an option it rejects only without -c would do too).
+  CompileFunction failing = cross_compiler("gcc", {.options = {"-kiln-no-such-option"}});
+  EXPECT_FALSE(failing.expected_machine({}).has_value());
+  EXPECT_THROW(failing(tmp / "lib.so", {object}), ToolFailed) << "gcc itself refuses the option";
 }
 
 }  // namespace

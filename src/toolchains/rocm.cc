@@ -14,6 +14,7 @@
 #include "kiln/temp_directory.h"
 #include "kiln/tool_identities.h"
 #include "kiln/toolchain_environment.h"
+#include "rocm_path.h"
 
 namespace kiln::rocm {
 namespace {
@@ -208,18 +209,26 @@ RocmArch get_rocm_arch(const fs::path& given) {
   }
 }
 
-fs::path find_rocm_path() {
+namespace detail {
+
+fs::path find_rocm_path(const fs::path& default_root) {
   if (std::optional<std::string> path = rocm_environment().get("ROCM_PATH")) return *path;
   if (std::optional<fs::path> hipcc = which("hipcc")) {
     std::error_code ec;
     fs::path real = fs::canonical(*hipcc, ec);
     if (!ec) return real.parent_path().parent_path();
   }
-  if (is_dir("/opt/rocm")) return "/opt/rocm";
-  throw FileNotFound(
-      "Cannot find ROCm path: ROCM_PATH is not set, hipcc is not on PATH, and "
-      "/opt/rocm does not exist");
+  // As the seed: the default root only when it holds hipcc (an empty /opt/rocm left by an
+  // uninstall, or one with only the runtime, is no ROCm to compile with).
+  if (is_file(default_root / "bin" / "hipcc")) return default_root;
+  throw FileNotFound(fmt::format(
+      "Cannot find ROCm path: ROCM_PATH is not set, hipcc is not on PATH, and there is no {}",
+      (default_root / "bin" / "hipcc").string()));
 }
+
+}  // namespace detail
+
+fs::path find_rocm_path() { return detail::find_rocm_path("/opt/rocm"); }
 
 bool have_matrixcore(std::string_view compute_version) {
   return cuda::parse_compute_version(compute_version).first >= 8;

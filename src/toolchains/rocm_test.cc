@@ -11,6 +11,7 @@
 #include "kiln/paths.h"
 #include "kiln/process.h"
 #include "kiln/temp_directory.h"
+#include "rocm_path.h"
 #include "testing/test_support.h"
 
 namespace kiln::rocm {
@@ -217,6 +218,40 @@ TEST(RocmArch, NoRocminfoMeansGfx900AndSaysWhy) {
   RocmArch nowhere = get_rocm_arch(rocm / "absent");
   EXPECT_EQ(nowhere.arch, "gfx900");
   EXPECT_NE(nowhere.reason.find("ROCm not detected"), std::string::npos) << nowhere.reason;
+}
+
+// As the seed's: the LLVM major TVM was built with comes first (ld.lld-<M>.0, ld.lld-<M>), then
+// plain ld.lld; the Python side passes TVM's major.
+TEST(Rocm, FindLldPrefersTheGivenLlvmMajor) {
+  for (int major : {14, 15}) {
+    if (!which(fmt::format("ld.lld-{}", major))) continue;
+    std::vector<std::string> found = find_lld({.llvm_major = major});
+    ASSERT_FALSE(found.empty());
+    EXPECT_EQ(fs::path(found.front()).filename(), fmt::format("ld.lld-{}", major));
+    if (which("ld.lld")) {
+      EXPECT_EQ(fs::path(found.back()).filename(), "ld.lld") << "plain ld.lld after it";
+    }
+  }
+}
+
+// The last resort (/opt/rocm for real) counts only when it holds bin/hipcc, as in the seed.
+TEST(RocmPath, TheDefaultRootNeedsHipcc) {
+  TempDirectory root, empty_path;
+  ScopedEnv no_rocm("ROCM_PATH", std::nullopt);
+  ScopedEnv path("PATH", empty_path.path().string());  // no hipcc on PATH
+  try {
+    detail::find_rocm_path(root.path());
+    FAIL() << "a root without bin/hipcc was taken for ROCm";
+  } catch (const FileNotFound& e) {
+    EXPECT_NE(std::string(e.what()).find((root / "bin/hipcc").string()), std::string::npos)
+        << e.what();
+  }
+  fs::create_directories(root / "bin");
+  std::ofstream(root / "bin/hipcc") << "#!/bin/sh\n";
+  EXPECT_EQ(detail::find_rocm_path(root.path()), root.path());
+  if (!fs::exists("/opt/rocm/bin/hipcc")) {
+    EXPECT_THROW(find_rocm_path(), FileNotFound);
+  }
 }
 
 TEST(RocmPath, EnvironmentFirstAndMatrixCores) {

@@ -20,6 +20,7 @@ struct CcArgs {
   std::string cwd;
   double timeout_seconds = 0;
   std::vector<std::string> inputs;
+  std::vector<std::string> libs;
 };
 
 using BuildFn = RunResult (*)(const std::filesystem::path&,
@@ -33,6 +34,12 @@ cc::Options to_options(const CcArgs& args) {
     options.timeout = std::chrono::milliseconds(static_cast<long>(args.timeout_seconds * 1000));
   }
   return options;
+}
+
+// --lib NAME is -lNAME; a name with a '/' or a '.' (libfoo.a, ./libbar.so) is a file.
+std::string library_argument(const std::string& lib) {
+  if (lib.find_first_of("/.") != std::string::npos) return lib;
+  return "-l" + lib;
 }
 
 // Compiler warnings are worth seeing even when the build worked.
@@ -51,11 +58,16 @@ void add_build(CLI::App& cc, const char* name, const char* description, BuildFn 
   sub->add_option("--cwd", args->cwd, "Run the compiler in this directory");
   sub->add_option("--timeout", args->timeout_seconds, "Kill the compiler after this many seconds")
       ->check(CLI::NonNegativeNumber);
+  sub->add_option("--lib", args->libs,
+                  "A library to link after the inputs: NAME (-lNAME) or a file (repeatable)");
   sub->add_option("inputs", args->inputs, "Sources and objects; compiler options go after --")
       ->required();
-  sub->footer("Options after -- go to the compiler, after the inputs.");
+  sub->footer(
+      "Options after -- go to the compiler before the inputs (as tvm.support 0.27: -x c++ applies "
+      "to the files after it); libraries to link go after the inputs with --lib.");
   sub->callback([args, build, status] {
     std::vector<std::filesystem::path> inputs(args->inputs.begin(), args->inputs.end());
+    for (const std::string& lib : args->libs) inputs.emplace_back(library_argument(lib));
     show_tool_output(build(args->output, inputs, to_options(*args)));
     *status = kExitOk;
   });
@@ -124,11 +136,11 @@ void add_symbols(CLI::App& cc, int* status) {
 void add_cc(CLI::App& app, int* status) {
   CLI::App* cc = app.add_subcommand("cc", "Drive host and cross C/C++ compilers");
   cc->require_subcommand(1);
-  add_build(*cc, "shared", "Link a shared library: CC -shared -fPIC -o OUT INPUTS... OPTIONS...",
+  add_build(*cc, "shared", "Link a shared library: CC -shared -fPIC -o OUT OPTIONS... INPUTS...",
             cc::create_shared, status);
-  add_build(*cc, "exe", "Link an executable: CC -o OUT INPUTS... OPTIONS...", cc::create_executable,
+  add_build(*cc, "exe", "Link an executable: CC -o OUT OPTIONS... INPUTS...", cc::create_executable,
             status);
-  add_build(*cc, "object", "Compile one object: CC -c -o OUT INPUTS... OPTIONS...",
+  add_build(*cc, "object", "Compile one object: CC -c -o OUT OPTIONS... INPUTS...",
             cc::create_object, status);
   add_static(*cc, status);
   add_triple(*cc, status);

@@ -18,11 +18,15 @@ namespace kiln::cuda::internal {
 struct Request {
   std::string code;
   Format format = Format::ptx;
-  std::string arch;  // as the caller gave it; may be empty
+  std::string arch;                  // as the caller gave it; may be empty
   std::vector<std::string> options;
   bool nvshmem = false;
   const Cache* cache = nullptr;         // where results are looked up and stored; none: no caching
   std::filesystem::path source_path{};  // CompileOptions::source_path
+  // CompileOptions::output: with TVM_KERNEL_DUMP and no output, nvcc's result stays in the dump
+  // directory (the seed's tvm_kernels.<format>).
+  std::filesystem::path output{};
+  std::vector<std::string> archs{};  // CompileOptions::archs (nvcc only)
 };
 
 // A file as part of a cache key: its path, size and modification time (a reinstalled compiler
@@ -112,6 +116,16 @@ inline std::optional<std::string> env(std::string_view name) {
 std::vector<std::string> ptxas_flags();
 // "sm_90a" -> "90a", for -gencode and nvlink; the arch from the device when `arch` is empty.
 std::string arch_digits(const std::string& arch);
+// Whether `word` is an arch name (sm_80, sm_90a, compute_90, lto_80) rather than an nvcc argument.
+bool is_arch_name(std::string_view word);
+// The one arch an NVRTC compile with `options` is for: `arch`, else the single arch of `archs`
+// (compile() refuses more), else "" (the device's).
+inline std::string nvrtc_arch(const CompileOptions& options) {
+  if (options.arch.empty() && options.archs.size() == 1) return options.archs.front();
+  return options.arch;
+}
+// The nvcc arguments for CompileOptions::archs.
+std::vector<std::string> gencode_options(const std::vector<std::string>& archs);
 // The six -U__CUDA_NO_{HALF,BFLOAT16,BFLOAT162}_{OPERATORS,CONVERSIONS}__ options.
 const std::vector<std::string>& half_and_bfloat16_undefines();
 // The machine name as the toolkit spells it in targets/<machine>-linux.

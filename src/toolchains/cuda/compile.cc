@@ -7,6 +7,7 @@
 #include <fstream>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "backends.h"
 #include "internal/files.h"
@@ -37,6 +38,31 @@ std::string arch_digits(const std::string& arch) {
   std::copy_if(version.begin(), version.end(), std::back_inserter(digits),
                [](char c) { return c != '.'; });
   return digits;
+}
+
+bool is_arch_name(std::string_view word) {
+  if (!word.starts_with("sm_") && !word.starts_with("compute_")) return false;
+  try {
+    (void)compute_version_of_arch(word);
+    return true;
+  } catch (const InvalidArgument&) {
+    return false;
+  }
+}
+
+std::vector<std::string> gencode_options(const std::vector<std::string>& archs) {
+  std::vector<std::string> options;
+  for (const std::string& arch : archs) {
+    if (!is_arch_name(arch)) {
+      options.push_back(arch);  // an nvcc argument of the seed's list, as it is
+      continue;
+    }
+    std::string digits = arch.substr(arch.find('_') + 1);
+    std::string code = arch.starts_with("compute_") ? arch : "sm_" + digits;
+    options.insert(options.end(),
+                   {"-gencode", fmt::format("arch=compute_{},code={}", digits, code)});
+  }
+  return options;
 }
 
 const std::vector<std::string>& half_and_bfloat16_undefines() {
@@ -115,10 +141,33 @@ std::string compile_cuda(std::string_view code, const CompileOptions& options) {
   return compile(code, options).bytes;
 }
 
+namespace {
+
+// CompileOptions::archs checked and, for NVRTC, turned into the one arch it may hold.
+void take_archs(const CompileOptions& options, internal::Request& request) {
+  if (options.archs.empty()) return;
+  if (!options.arch.empty()) {
+    throw InvalidArgument(fmt::format("give the arch ({}) or the archs, not both", options.arch));
+  }
+  if (options.backend == Backend::nvcc) {
+    request.archs = options.archs;
+  } else if (options.archs.size() == 1 && internal::is_arch_name(options.archs.front())) {
+    request.arch = options.archs.front();
+  } else {
+    throw InvalidArgument(fmt::format(
+        "NVRTC compiles for one arch, not for [{}]: give one arch, or use nvcc for several",
+        fmt::join(options.archs, ", ")));
+  }
+}
+
+}  // namespace
+
 CompileResult compile(std::string_view code, const CompileOptions& options) {
   internal::Request request;
   request.code = std::string(code);
   request.arch = options.arch;
+  take_archs(options, request);
+  request.output = options.output;
   request.options = options.options;
   request.source_path = options.source_path;
   request.nvshmem = uses_nvshmem(code);

@@ -4,6 +4,7 @@
 
 #include <cstring>
 #include <fstream>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -77,6 +78,43 @@ TEST_F(CudaCompile, EveryFormatOfBothBackendsForSm80AndSm90a) {
       }
     }
   }
+}
+
+// The SMs of the cubins a fatbin holds (nvcc stores small ones uncompressed): each embedded ELF's
+// e_flags name its SM.
+std::set<int> embedded_sms(const std::string& fatbin) {
+  std::set<int> sms;
+  for (size_t at = fatbin.find("\x7f"
+                               "ELF");
+       at != std::string::npos && at + 52 <= fatbin.size(); at = fatbin.find("\x7f"
+                                                                             "ELF",
+                                                                             at + 4)) {
+    std::uint32_t flags = u32(fatbin, at + 48);
+    sms.insert(static_cast<int>((flags >> 8) & 0xff));
+  }
+  return sms;
+}
+
+// The seed's list-valued arch: several targets in one nvcc compile.
+TEST_F(CudaCompile, SeveralTargetsWithNvccAndOneWithNvrtc) {
+  std::string both = compile_cuda(
+      kKernel, {.format = Format::fatbin, .archs = {"sm_80", "sm_90"}, .backend = Backend::nvcc});
+  EXPECT_EQ(u32(both, 0), 0xBA55ED50u) << "fatbin magic";
+  EXPECT_EQ(embedded_sms(both), (std::set<int>{80, 90}));
+  // The seed's own spelling: nvcc arguments, passed as they are.
+  std::string raw = compile_cuda(kKernel, {.format = Format::fatbin,
+                                           .archs = {"-gencode", "arch=compute_75,code=sm_75",
+                                                     "-gencode", "arch=compute_86,code=sm_86"},
+                                           .backend = Backend::nvcc});
+  EXPECT_EQ(embedded_sms(raw), (std::set<int>{75, 86}));
+  expect_cubin(compile_cuda(kKernel, {.archs = {"sm_80"}}), 80);  // NVRTC: one arch is the arch
+  EXPECT_THROW(compile_cuda(kKernel, {.archs = {"sm_80", "sm_90"}}), InvalidArgument);
+  EXPECT_THROW(
+      compile_cuda(kKernel, {.arch = "sm_80", .archs = {"sm_90"}, .backend = Backend::nvcc}),
+      InvalidArgument);
+  EXPECT_EQ(internal::gencode_options({"sm_90a", "compute_90", "-lineinfo"}),
+            (std::vector<std::string>{"-gencode", "arch=compute_90a,code=sm_90a", "-gencode",
+                                      "arch=compute_90,code=compute_90", "-lineinfo"}));
 }
 
 TEST_F(CudaCompile, DefaultsAndTheOutputFile) {
@@ -198,6 +236,16 @@ TEST_F(CudaCompile, KernelDumpWritesSourceAndIntermediates) {
     has_ptx = has_ptx || entry.path().extension() == ".ptx";
   }
   EXPECT_TRUE(has_ptx) << "nvcc --keep left its intermediates";
+  EXPECT_EQ(testing::read_file(dump / "tvm_kernels.fatbin"), nvcc)
+      << "the final fatbin stays in the dump directory, as the seed's";
+  // Given an output file (the seed's path_target), nvcc writes that instead.
+  TempDirectory dump2, out;
+  ScopedEnv env_output("TVM_KERNEL_DUMP", dump2.path().string());
+  std::string named = compile_cuda(
+      kKernel, {.arch = "sm_80", .output = out / "k.fatbin", .backend = Backend::nvcc});
+  EXPECT_EQ(testing::read_file(out / "k.fatbin"), named);
+  EXPECT_FALSE(fs::exists(dump2 / "tvm_kernels.fatbin"));
+  EXPECT_TRUE(fs::exists(dump2 / "tvm_kernels.cu"));
   TempDirectory nvrtc_dump;
   ScopedEnv env2("TVM_KERNEL_DUMP", nvrtc_dump.path().string());
   std::string cubin = compile_cuda(kKernel, {.arch = "sm_80"});

@@ -57,7 +57,10 @@ std::vector<std::string> nvcc_command(const Request& request, Format format,
     cmd.insert(cmd.end(), {"-lineinfo", "--keep", "--keep-dir=" + *dump});
   }
   if (env("TVM_KERNEL_DEBUG") == "1") cmd.insert(cmd.end(), {"-g", "-G"});
-  if (request.arch.empty()) {
+  if (!request.archs.empty()) {
+    std::vector<std::string> gencode = gencode_options(request.archs);
+    cmd.insert(cmd.end(), gencode.begin(), gencode.end());
+  } else if (request.arch.empty()) {
     cmd.insert(cmd.end(), {"-gencode", fmt::format("arch=compute_{0},code=sm_{0}", digits)});
   } else {
     cmd.insert(cmd.end(), {"-arch", request.arch});
@@ -134,11 +137,12 @@ std::string nvcc_cache_key(const std::vector<std::string>& cmd, const Request& r
 }
 
 // Links `object` (a relocatable NVSHMEM build) with NVSHMEM's device library and cudadevrt into
-// `temp`/tvm_kernels.cubin with nvlink; returns that path. A failure is ToolFailed.
+// `dir`/tvm_kernels.cubin with nvlink (its temporaries in `temp`); returns that path. A failure
+// is ToolFailed.
 fs::path link_with_nvlink(const std::string& code, const fs::path& object,
                           const NvshmemPaths& nvshmem, const std::string& digits,
-                          const fs::path& temp, std::string& log) {
-  fs::path cubin = temp / "tvm_kernels.cubin";
+                          const fs::path& dir, const fs::path& temp, std::string& log) {
+  fs::path cubin = dir / "tvm_kernels.cubin";
   fs::path nvlink = fs::path(nvcc_program()).parent_path() / "nvlink";
   log +=
       run_stage(code,
@@ -149,6 +153,17 @@ fs::path link_with_nvlink(const std::string& code, const fs::path& object,
   return cubin;
 }
 
+// The digits of the one arch a compile is for (the -gencode of a default arch, nvlink's -arch):
+// `arch`'s, else the first arch name of `archs`, else the device's. "" when several targets are
+// given and no NVSHMEM link needs one.
+std::string digits_of(const Request& request) {
+  if (request.archs.empty()) return arch_digits(request.arch);
+  if (!request.nvshmem) return {};
+  auto named = std::find_if(request.archs.begin(), request.archs.end(),
+                            [](const std::string& a) { return is_arch_name(a); });
+  return arch_digits(named == request.archs.end() ? std::string() : *named);
+}
+
 }  // namespace
 
 CompileResult compile_with_nvcc(const Request& request) {
@@ -157,13 +172,16 @@ CompileResult compile_with_nvcc(const Request& request) {
   if (dump && !request.nvshmem) format = Format::fatbin;  // the seed dumps SASS from a fatbin
   std::optional<NvshmemPaths> nvshmem;
   if (request.nvshmem) nvshmem = find_nvshmem_paths();
-  std::string digits = arch_digits(request.arch);
+  std::string digits = digits_of(request);
 
   TempDirectory temp;
   if (dump) fs::create_directories(*dump);
   NvccSource source = nvcc_source(request, dump ? fs::path(*dump) : temp.path(), dump.has_value());
-  fs::path target = temp / fmt::format("tvm_kernels.{}", format_name(format));
-  if (request.nvshmem) target = temp / "tvm_kernels.o";  // first stage: a relocatable object
+  // A dump keeps nvcc's result beside the source, as the seed's does, unless the caller names
+  // the output (the seed's path_target, which the seed writes instead).
+  fs::path target_dir = dump && request.output.empty() ? fs::path(*dump) : temp.path();
+  fs::path target = target_dir / fmt::format("tvm_kernels.{}", format_name(format));
+  if (request.nvshmem) target = target_dir / "tvm_kernels.o";  // first: a relocatable object
 
   std::vector<std::string> cmd = nvcc_command(request, format, dump, digits, source.options);
   // Headers keyed from nvcc's own dependency output; the user's file compiled in place is among
@@ -193,7 +211,7 @@ CompileResult compile_with_nvcc(const Request& request) {
   }
   std::string log = run_stage(request.code, cmd, temp.path());
   if (request.nvshmem) {
-    target = link_with_nvlink(request.code, target, *nvshmem, digits, temp.path(), log);
+    target = link_with_nvlink(request.code, target, *nvshmem, digits, target_dir, temp.path(), log);
   }
   std::string bytes = kiln::internal::read_file(target, "the compiler wrote no");
   if (direct && std::find(cmd.begin(), cmd.end(), "-MD") == cmd.end()) {

@@ -159,7 +159,7 @@ std::optional<std::vector<std::filesystem::path>> headers_read(
     }
     internal::Request request{.code = std::string(code),
                               .format = options.format.value_or(Format::cubin),
-                              .arch = options.arch,
+                              .arch = internal::nvrtc_arch(options),
                               .options = options.options,
                               .nvshmem = uses_nvshmem(code)};
     request.source_path = options.source_path;

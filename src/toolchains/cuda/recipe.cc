@@ -23,6 +23,7 @@ std::vector<std::string> key_material(const CompileOptions& options) {
   material.push_back(
       fmt::format("format={}", options.format ? format_name(*options.format) : "default"));
   material.push_back("arch=" + options.arch);
+  for (const std::string& arch : options.archs) material.push_back("archs=" + arch);
   for (const std::string& option : options.options) material.push_back("option=" + option);
   return material;
 }
@@ -44,7 +45,7 @@ Recipe nvcc_recipe(std::string code, const CompileOptions& options) {
 std::string nvrtc_command_line(std::string_view code, const CompileOptions& options) {
   internal::Request request{.code = std::string(code),
                             .format = options.format.value_or(Format::cubin),
-                            .arch = options.arch,
+                            .arch = internal::nvrtc_arch(options),
                             .options = options.options,
                             .nvshmem = uses_nvshmem(code)};
   if (request.nvshmem) request.format = Format::cubin;

@@ -246,6 +246,15 @@ fs::path find_libdevice_path(int arch) {
   return chosen;
 }
 
+std::string callback_libdevice_path(int arch, std::string* warning) {
+  try {
+    return find_libdevice_path(arch).string();
+  } catch (const Error& e) {
+    if (warning != nullptr) *warning = fmt::format("Cannot find libdevice path: {}", e.what());
+    return {};
+  }
+}
+
 std::string compute_version_of_arch(std::string_view arch) {
   size_t underscore = arch.find('_');
   std::string_view digits = underscore == std::string_view::npos ? "" : arch.substr(underscore + 1);
@@ -306,7 +315,13 @@ bool have_fp8(std::string_view v) {
   return (major == 8 && minor == 9) || major >= 9;
 }
 bool have_fp4(std::string_view v) { return parse_compute_version(v) == std::pair{10, 0}; }
-bool have_cudagraph() { return get_cuda_version() >= CudaVersion{10, 0, 0}; }
+bool have_cudagraph() {
+  try {
+    return get_cuda_version() >= CudaVersion{10, 0, 0};
+  } catch (const Error&) {
+    return false;  // no toolkit, or none that says its version: the seed's False
+  }
+}
 
 std::optional<CudaVersion> driver_cuda_version(std::string* why_not) {
   // The driver stays loaded once found: unloading it is not supported by NVIDIA.

@@ -147,6 +147,38 @@ TEST(Libdevice, TheRealToolkit) {
   EXPECT_TRUE(libdevice.filename().string().starts_with("libdevice")) << libdevice;
 }
 
+// The seed's callback_libdevice_path: the path, or "" and a warning, never an exception.
+TEST(Libdevice, TheCallbackWarnsAndReturnsNothingWhenThereIsNone) {
+  TempDirectory cuda;
+  write(cuda / "version.txt", "CUDA Version 12.4.1");
+  write(cuda / "nvvm/libdevice/libdevice.compute_90.10.bc");
+  ScopedEnv cuda_path("CUDA_PATH", cuda.path().string());
+  std::string warning;
+  EXPECT_EQ(callback_libdevice_path(90, &warning),
+            (cuda / "nvvm/libdevice/libdevice.compute_90.10.bc").string());
+  EXPECT_EQ(warning, "");
+  EXPECT_EQ(callback_libdevice_path(80, &warning), "");
+  EXPECT_TRUE(warning.starts_with("Cannot find libdevice path: Cannot find libdevice for arch 80"))
+      << warning;
+  EXPECT_EQ(callback_libdevice_path(80), "") << "no warning asked for";
+  TempDirectory empty;
+  ScopedEnv nowhere("CUDA_PATH", empty.path().string());
+  EXPECT_EQ(callback_libdevice_path(80, &warning), "");
+  EXPECT_NE(warning, "");
+}
+
+// The seed's have_cudagraph answers False, without an exception, where no toolkit says its
+// version.
+TEST(CudaVersion, NoToolkitMeansNoCudaGraph) {
+  TempDirectory empty;  // no version file, no bin/nvcc
+  ScopedEnv cuda_path("CUDA_PATH", empty.path().string());
+  EXPECT_FALSE(have_cudagraph());
+  write(empty / "version.txt", "CUDA Version 9.2.148");
+  EXPECT_FALSE(have_cudagraph());
+  write(empty / "version.txt", "CUDA Version 10.0.130");
+  EXPECT_TRUE(have_cudagraph());
+}
+
 TEST(Nvshmem, VersionedIncludeDirsAndTheWheelLayout) {
   TempDirectory home, wheel;
   write(home / "include/nvshmem_12/nvshmem.h");
