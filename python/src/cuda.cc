@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 #include <utility>
+#include <variant>
 #include <vector>
 
 #include "bindings.h"
@@ -27,16 +28,23 @@ py::object to_bytearray(const std::string& bytes) {
   return py::reinterpret_steal<py::object>(array);
 }
 
+// The seed's arch: one name ("sm_80") or, for nvcc, a list (arch names and nvcc arguments).
+using Arch = std::variant<std::string, Strings>;
+
 // compile_cuda with the GIL released while the compiler runs; `target_format` "" is the
 // backend's default, `use_cache` false keeps kiln's kernel cache out of this one compile.
-py::object compile_cuda(const std::string& code, const std::string& target_format,
-                        const std::string& arch, Strings options, const std::string& path_target,
+py::object compile_cuda(const std::string& code, const std::string& target_format, Arch arch,
+                        Strings options, const std::string& path_target,
                         const std::string& compiler, bool use_cache) {
-  cuda::CompileOptions request{.arch = arch,
-                               .options = std::move(options),
+  cuda::CompileOptions request{.options = std::move(options),
                                .output = path_target,
                                .backend = cuda::backend_from_name(compiler),
                                .use_cache = use_cache};
+  if (auto* one = std::get_if<std::string>(&arch)) {
+    request.arch = std::move(*one);
+  } else {
+    request.archs = std::get<Strings>(std::move(arch));
+  }
   if (!target_format.empty()) request.format = cuda::format_from_name(target_format);
   std::string bytes;
   {
@@ -73,6 +81,15 @@ void bind_toolkit(py::module_& m) {
       py::call_guard<py::gil_scoped_release>());
   m.def(
       "find_libdevice_path", [](int arch) { return cuda::find_libdevice_path(arch).string(); },
+      py::arg("arch"), py::call_guard<py::gil_scoped_release>());
+  // (path, "") or ("", the warning to show)
+  m.def(
+      "callback_libdevice_path",
+      [](int arch) {
+        std::string warning;
+        std::string path = cuda::callback_libdevice_path(arch, &warning);
+        return std::pair{path, warning};
+      },
       py::arg("arch"), py::call_guard<py::gil_scoped_release>());
 }
 

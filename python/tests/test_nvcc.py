@@ -382,7 +382,13 @@ def test_compile_cuda_with_options(tvm, tvm_nvcc, cuda):
             assert b".entry scaled(" in ptx  # the option reached the compiler
         with cuda_target(tvm, "sm_80"):  # 0.27's nvcc path wants one (see below)
             tvm_ptx = tvm_nvcc.compile_cuda(AXPY, "ptx", "sm_80", options, compiler="nvcc")
-        assert kiln_nvcc.compile_cuda(AXPY, "ptx", "sm_80", options, compiler="nvcc") == tvm_ptx
+        kiln_ptx = kiln_nvcc.compile_cuda(AXPY, "ptx", "sm_80", options, compiler="nvcc")
+        assert without_file_names(kiln_ptx) == without_file_names(tvm_ptx)
+
+
+def without_file_names(ptx):
+    """PTX without its .file lines: with -lineinfo they name the temporary source file."""
+    return [line for line in bytes(ptx).splitlines() if not line.lstrip().startswith(b".file")]
 
 
 @pytest.mark.parametrize("target_format", ["cubin", "ptx", "fatbin"])
@@ -398,9 +404,36 @@ def test_compile_cuda_nvcc(tvm, tvm_nvcc, cuda, target_format):
         tvm_out = tvm_nvcc.compile_cuda(AXPY, target_format, gencode, compiler="nvcc")
         assert kiln_nvcc.compile_cuda(AXPY, target_format, gencode, compiler="nvcc") == tvm_out
         tvm_out = tvm_nvcc.compile_cuda(AXPY, target_format, "sm_86", compiler="nvcc")
-        assert kiln_nvcc.compile_cuda(AXPY, target_format, "sm_86", compiler="nvcc") == tvm_out
+        kiln_out = kiln_nvcc.compile_cuda(AXPY, target_format, "sm_86", compiler="nvcc")
+        assert kiln_out == tvm_out
     if target_format != "ptx":
         assert sass(kiln_out) == (["axpy"], ["sm_86"])
+
+
+def test_compile_cuda_nvcc_for_several_targets(tvm_nvcc, tvm, cuda):
+    """A list arch is nvcc's arguments: one fatbin for sm_75 and sm_80, byte-equal to TVM's."""
+    del cuda
+    gencode = ["-gencode", "arch=compute_75,code=sm_75", "-gencode", "arch=compute_80,code=sm_80"]
+    with cuda_target(tvm, "sm_80"):
+        tvm_fatbin = tvm_nvcc.compile_cuda(AXPY, "fatbin", gencode, compiler="nvcc")
+    kiln_fatbin = kiln_nvcc.compile_cuda(AXPY, "fatbin", gencode, compiler="nvcc")
+    assert kiln_fatbin == tvm_fatbin
+    assert sass(kiln_fatbin) == (["axpy"], ["sm_75", "sm_80"])
+
+
+def test_compile_cuda_nvcc_kernel_dump(tvm, tvm_nvcc, cuda, monkeypatch, tmp_path):
+    """TVM_KERNEL_DUMP: nvcc makes a fatbin with -lineinfo, and leaves the source and the fatbin
+    (and nvcc's intermediate files) in the dump directory, as 0.27 does."""
+    del cuda
+    results = {}
+    for name, module in (("tvm", tvm_nvcc), ("kiln", kiln_nvcc)):
+        monkeypatch.setenv("TVM_KERNEL_DUMP", str(tmp_path / name))
+        with cuda_target(tvm, "sm_80"):
+            results[name] = module.compile_cuda(AXPY, "ptx", compiler="nvcc")
+        assert (tmp_path / name / "tvm_kernels.cu").read_text() == AXPY
+        assert (tmp_path / name / "tvm_kernels.fatbin").read_bytes() == results[name]
+    assert sass(results["kiln"]) == sass(results["tvm"]) == (["axpy"], ["sm_80"])
+    assert {p.suffix for p in (tmp_path / "kiln").iterdir()} >= {".cu", ".fatbin", ".ptx"}
 
 
 def test_compile_cuda_nvcc_defaults_to_ptx(tvm, tvm_nvcc, cuda):

@@ -126,7 +126,7 @@ def _compile_cuda_nvcc(
             suffix = target_arch[3:]
         else:
             suffix = _digits(get_target_compute_version(target))
-        arch = ["-gencode", f"arch=compute_{suffix},code=sm_{suffix}"]
+        arch = [f"sm_{suffix}"]  # kiln's nvcc: -gencode arch=compute_<suffix>,code=sm_<suffix>
     if options and not isinstance(options, str | list):
         raise ValueError("options must be str or list of str")
     return _compile(code, target_format, arch, _option_list(options or None), path_target, "nvcc")
@@ -148,8 +148,7 @@ def _compile_cuda_nvrtc(
 
 def _compile(code, target_format, arch, options, path_target, compiler):
     if isinstance(arch, list | tuple):
-        options = [*(str(a) for a in arch), *options]
-        arch = ""
+        arch = [str(word) for word in arch]
     return _native.compile_cuda(
         code,
         target_format or "",
@@ -218,12 +217,12 @@ def find_libdevice_path(arch):
 
 
 def callback_libdevice_path(arch):
-    """find_libdevice_path(arch), or "" with a warning when there is none."""
-    try:
-        return find_libdevice_path(arch)
-    except RuntimeError:
-        warnings.warn("Cannot find libdevice path")
-        return ""
+    """find_libdevice_path(arch), or "" with a warning ("Cannot find libdevice path: why") when
+    there is none."""
+    path, warning = _native.callback_libdevice_path(arch)
+    if warning:
+        warnings.warn(warning)
+    return path
 
 
 def get_target_compute_version(target=None):
@@ -286,10 +285,7 @@ def have_tensorcore(compute_version=None, target=None):
 
 def have_cudagraph():
     """Whether the CUDA toolkit supports CUDA graphs (10.0 and later); False without a toolkit."""
-    try:
-        return _native.have_cudagraph()
-    except (RuntimeError, OSError):
-        return False
+    return _native.have_cudagraph()
 
 
 def have_bf16(compute_version):
