@@ -147,9 +147,8 @@ def test_find_nvshmem_paths_of_the_wheel_layout(tvm_nvcc, monkeypatch, tmp_path)
     (tmp_path / "lib" / "libnvshmem_device.a").write_bytes(b"!<arch>\n")
     monkeypatch.setenv("NVSHMEM_HOME", str(tmp_path))
     assert kiln_nvcc.find_nvshmem_paths() == (str(tmp_path / "include"), str(tmp_path / "lib"))
-    if tvm_nvcc.find_nvshmem_paths.__module__ == "tvm.support.nvcc":
-        with pytest.raises(RuntimeError):
-            tvm_nvcc.find_nvshmem_paths()
+    with pytest.raises(RuntimeError):
+        tvm_nvcc.find_nvshmem_paths()
 
 
 @pytest.mark.parametrize("arch", [35, 52, 80, 90, 120])
@@ -586,6 +585,32 @@ def test_kernel_cache_is_kilns(cuda, kiln_cache, monkeypatch, tmp_path):
     monkeypatch.setenv("KILN_NO_CACHE", "1")
     assert kiln_nvcc.compile_cuda(source, arch="sm_80") == first
     assert not [p for p in (tmp_path / "off").glob("*") if p.name != "servers"]
+
+
+NO_TVM_PROBE = """
+import sys
+from kiln.support import nvcc
+print(nvcc.compile_cuda(sys.argv[1], arch="sm_80")[:4] == b"\\x7fELF")
+try:
+    nvcc.compile_cuda(sys.argv[1])
+    print("compiled")
+except ValueError:
+    print("ValueError")
+print("tvm" in sys.modules)
+"""
+
+
+def test_compile_cuda_without_tvm(cuda):
+    """kiln.support.nvcc never imports TVM: without it an arch is given or read from GPU 0
+    (none here: ValueError, as 0.27 without a target)."""
+    del cuda
+    env = dict(os.environ, KILN_NO_CACHE="1")
+    done = subprocess.run(
+        [sys.executable, "-c", NO_TVM_PROBE, AXPY], env=env, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    without_arch = "compiled" if has_gpu() else "ValueError"
+    assert done.stdout.split() == ["True", without_arch, "False"]
 
 
 SERVER_PROBE = """
