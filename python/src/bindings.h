@@ -24,5 +24,7 @@ void bind_xcode(pybind11::module_& m);
 void bind_emcc(pybind11::module_& m);
 // kiln::clang: finding clang, LLVM IR.
 void bind_clang(pybind11::module_& m);
+// kiln::cuda: CUDA compiles (nvcc, NVRTC), the toolkit's parts, compute capabilities.
+void bind_cuda(pybind11::module_& m);
 
 }  // namespace kiln::python

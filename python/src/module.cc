@@ -11,4 +11,5 @@ PYBIND11_MODULE(_kiln, m) {
   kiln::python::bind_xcode(m);
   kiln::python::bind_emcc(m);
   kiln::python::bind_clang(m);
+  kiln::python::bind_cuda(m);
 }
