@@ -37,17 +37,23 @@ _attributes = {}
 _globals = {}
 
 
+def _tvm_module(module):
+    """tvm.support.<module>, or tvm.support itself for module ""."""
+    return importlib.import_module("tvm.support" + (f".{module}" if module else ""))
+
+
 def installed():
     """Whether install() is in effect."""
     return bool(_attributes or _globals)
 
 
 def original(module, name):
-    """TVM's own tvm.support.<module>.<name>, installed or not; None when TVM or it is absent."""
+    """TVM's own tvm.support.<module>.<name> (module "": tvm.support.<name>), installed or not;
+    None when TVM or it is absent."""
     if (module, name) in _attributes:
         return _attributes[(module, name)]
     try:
-        tvm_module = importlib.import_module(f"tvm.support.{module}")
+        tvm_module = _tvm_module(module)
     except ImportError:
         return None
     return getattr(tvm_module, name, None)
@@ -74,11 +80,15 @@ def install():
         if installed():
             return
         for module in MODULES:
-            tvm_module = importlib.import_module(f"tvm.support.{module}")
+            tvm_module = _tvm_module(module)
             for name, value in _replacements(module):
                 if hasattr(tvm_module, name):
                     _attributes[(module, name)] = getattr(tvm_module, name)
                     setattr(tvm_module, name, value)
+        from . import support  # pylint: disable=import-outside-toplevel
+
+        _attributes[("", "describe")] = _tvm_module("").describe
+        _tvm_module("").describe = support.describe
         for global_name, (module, name) in GLOBALS.items():
             function = dict(_replacements(module)).get(name)
             if function is None:
@@ -95,7 +105,7 @@ def uninstall():
         import tvm_ffi  # pylint: disable=import-outside-toplevel
 
         for (module, name), value in _attributes.items():
-            setattr(importlib.import_module(f"tvm.support.{module}"), name, value)
+            setattr(_tvm_module(module), name, value)
         for global_name, function in _globals.items():
             if function is None:
                 tvm_ffi.remove_global_func(global_name)

@@ -24,12 +24,14 @@ def installed():
 def test_install_points_tvm_support_at_kiln_and_uninstall_restores():
     theirs = tvm.support.cc.create_shared
     tempdir = tvm.support.utils.tempdir
+    describe = tvm.support.describe
     kiln.tvm.install()
     try:
         assert kiln.tvm.installed()
         assert tvm.support.cc.create_shared is kiln.support.cc.create_shared
         assert tvm.support.cc.cross_compiler is kiln.support.cc.cross_compiler
         assert tvm.support.utils.tempdir is kiln.support.utils.tempdir
+        assert tvm.support.describe is kiln.support.describe
         assert kiln.tvm.original("cc", "create_shared") is theirs
         kiln.tvm.install()  # idempotent: the originals stay TVM's
         assert kiln.tvm.original("cc", "create_shared") is theirs
@@ -37,6 +39,7 @@ def test_install_points_tvm_support_at_kiln_and_uninstall_restores():
         kiln.tvm.uninstall()
     assert not kiln.tvm.installed()
     assert tvm.support.cc.create_shared is theirs and tvm.support.utils.tempdir is tempdir
+    assert tvm.support.describe is describe
     kiln.tvm.uninstall()  # a no-op
 
 
