@@ -20,15 +20,6 @@ namespace py = pybind11;
 namespace kiln::python {
 namespace {
 
-using Paths = std::vector<std::filesystem::path>;
-
-std::vector<std::string> strings(const Paths& paths) {
-  std::vector<std::string> out;
-  out.reserve(paths.size());
-  for (const auto& path : paths) out.push_back(path.string());
-  return out;
-}
-
 void bind_paths(py::module_& m) {
   m.def(
       "which",
@@ -63,7 +54,7 @@ void bind_tar(py::module_& m) {
   m.def(
       "normalize_file_list_by_unpacking_tars",
       [](const std::filesystem::path& directory, const Paths& files) {
-        return strings(kiln::normalize_file_list_by_unpacking_tars(directory, files));
+        return path_strings(kiln::normalize_file_list_by_unpacking_tars(directory, files));
       },
       py::arg("directory"), py::arg("files"), py::call_guard<py::gil_scoped_release>());
 }
@@ -81,6 +72,13 @@ void bind_file_lock(py::module_& m) {
 }
 
 }  // namespace
+
+std::vector<std::string> path_strings(const Paths& paths) {
+  std::vector<std::string> out;
+  out.reserve(paths.size());
+  for (const auto& path : paths) out.push_back(path.string());
+  return out;
+}
 
 void bind_base(py::module_& m) {
   bind_paths(m);

@@ -6,7 +6,16 @@
 
 #include <pybind11/pybind11.h>
 
+#include <filesystem>
+#include <string>
+#include <vector>
+
 namespace kiln::python {
+
+using Paths = std::vector<std::filesystem::path>;
+
+// Each path as a str for Python (pybind11 would hand out pathlib.Path objects).
+std::vector<std::string> path_strings(const Paths& paths);
 
 // kiln::Error and its subclasses -> Python's built-in exception types (see errors.cc).
 void bind_errors(pybind11::module_& m);

@@ -21,7 +21,6 @@ namespace py = pybind11;
 namespace kiln::python {
 namespace {
 
-using Paths = std::vector<std::filesystem::path>;
 using Strings = std::vector<std::string>;
 using Env = std::optional<std::map<std::string, std::string>>;
 

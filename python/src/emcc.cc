@@ -17,12 +17,6 @@
 namespace py = pybind11;
 
 namespace kiln::python {
-namespace {
-
-using Paths = std::vector<std::filesystem::path>;
-
-}  // namespace
-
 void bind_emcc(py::module_& m) {
   // Every match under $TVM_HOME, else under `root` (TVM's source tree); None when nothing is
   // found and `optional`.

@@ -5,6 +5,7 @@
 #include <Python.h>
 
 #include <cerrno>
+#include <utility>
 
 #include "bindings.h"
 #include "kiln/error.h"
@@ -23,7 +24,7 @@ void set_os_error(int error_number, const char* message) {
 
 void translate(std::exception_ptr error) {
   try {
-    std::rethrow_exception(error);
+    std::rethrow_exception(std::move(error));
   } catch (const FileNotFound& e) {
     set_os_error(ENOENT, e.what());
   } catch (const ToolNotFound& e) {

@@ -15,12 +15,6 @@
 namespace py = pybind11;
 
 namespace kiln::python {
-namespace {
-
-using Paths = std::vector<std::filesystem::path>;
-
-}  // namespace
-
 void bind_ndk(py::module_& m) {
   // options std::nullopt: the NDK's defaults (-shared -fPIC -lm).
   m.def(

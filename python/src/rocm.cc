@@ -19,13 +19,6 @@ namespace py = pybind11;
 namespace kiln::python {
 namespace {
 
-std::vector<std::string> strings(const std::vector<std::filesystem::path>& paths) {
-  std::vector<std::string> out;
-  out.reserve(paths.size());
-  for (const auto& path : paths) out.push_back(path.string());
-  return out;
-}
-
 void bind_linking(py::module_& m) {
   m.def(
       "rocm_find_lld",
@@ -60,7 +53,7 @@ void bind_lookups(py::module_& m) {
       "rocm_bitcode_path",
       [](const std::filesystem::path& dir) {
         return as_runtime_error<FileNotFound>(
-            [&] { return strings(rocm::callback_rocm_bitcode_path(dir)); });
+            [&] { return path_strings(rocm::callback_rocm_bitcode_path(dir)); });
       },
       py::arg("dir"), py::call_guard<py::gil_scoped_release>());
   // (arch, reason): reason is empty when rocminfo named the GPU, else why "gfx900" is used.

@@ -19,8 +19,6 @@ namespace py = pybind11;
 namespace kiln::python {
 namespace {
 
-using Paths = std::vector<std::filesystem::path>;
-
 // tvm.support.xcode.xcrun's contract: `xcrun args...`'s output (stdout and stderr together)
 // whatever its exit status; only a missing xcrun raises (FileNotFoundError).
 py::bytes xcrun_output(const std::vector<std::string>& args) {
