@@ -181,7 +181,7 @@ def llvm_cases(work):
     if lld is None or shutil.which("clang-15") is None:
         yield Case("rocm.rocm_link", skip="ld.lld or clang-15 not found")
     else:
-        subprocess.run(["clang-15", "--target=amdgcn-amd-amdhsa", "-mcpu=gfx900", "-c", "-o",
+        subprocess.run(["clang-15", "--target=amdgcn-amd-amdhsa", "-mcpu=gfx900", "-nogpulib", "-c", "-o",
                         obj, source], check=True)
         yield Case("rocm.rocm_link", *pair("rocm", "rocm_link", obj, obj + ".co", lld=lld))
     yield Case("rocm.parse_compute_version", *pair("rocm", "parse_compute_version", "9.0"))

@@ -134,24 +134,41 @@ TripleGetter memoize(TripleGetter getter) {
   };
 }
 
-// What probe_elf_machine learned, per compiler, options and cwd.
-class MachineMemo {
+// What a compiler said of its target in this process, by what was asked (compiler, options, cwd,
+// PATH): a compiler's target does not change while kiln runs, and export_library asks on every
+// export.
+template <typename T>
+class ProcessMemo {
  public:
-  std::optional<std::optional<ElfMachine>> find(const std::string& key) {
+  std::optional<T> find(const std::string& key) {
     std::lock_guard lock(mutex_);
     auto it = known_.find(key);
     if (it == known_.end()) return std::nullopt;
     return it->second;
   }
-  void remember(const std::string& key, std::optional<ElfMachine> machine) {
+  void remember(const std::string& key, T value) {
     std::lock_guard lock(mutex_);
-    known_.emplace(key, machine);
+    known_.emplace(key, std::move(value));
   }
 
  private:
   std::mutex mutex_;
-  std::map<std::string, std::optional<ElfMachine>> known_;
+  std::map<std::string, T> known_;
 };
+
+using MachineMemo = ProcessMemo<std::optional<ElfMachine>>;
+
+ProcessMemo<std::optional<std::string>>& triple_memo() {
+  static ProcessMemo<std::optional<std::string>> memo;
+  return memo;
+}
+
+// The parts of a memo key, NUL-separated (no argument holds a NUL).
+std::string memo_key(const std::vector<std::string>& parts) {
+  std::string key;
+  for (const std::string& part : parts) key += part + '\0';
+  return key;
+}
 
 MachineMemo& machine_memo() {
   static MachineMemo memo;
@@ -329,22 +346,37 @@ std::map<std::string, std::string> get_global_symbol_section_map(const fs::path&
   return symbols;
 }
 
+namespace {
+
+// `compiler [target options] -dumpmachine`'s answer, trimmed; std::nullopt when it fails.
+std::optional<std::string> dump_machine(const std::vector<std::string>& argv) {
+  try {
+    RunResult r = run({.argv = argv, .merge_stderr = false, .timeout = std::chrono::seconds(60)});
+    std::string triple = r.output;
+    while (!triple.empty() && std::isspace(static_cast<unsigned char>(triple.back())))
+      triple.pop_back();
+    if (!r.ok() || triple.empty()) return std::nullopt;
+    return triple;
+  } catch (const CannotRunTool&) {
+    return std::nullopt;  // "cannot tell" is this getter's answer for a missing compiler
+  }
+}
+
+}  // namespace
+
 TripleGetter get_target_by_dump_machine(std::string compiler,
                                         const std::vector<std::string>& target_options) {
   std::vector<std::string> argv{std::move(compiler)};
   for (std::string& o : target_options_of(target_options)) argv.push_back(std::move(o));
   argv.push_back("-dumpmachine");
   return [argv = std::move(argv)]() -> std::optional<std::string> {
-    try {
-      RunResult r = run({.argv = argv, .merge_stderr = false, .timeout = std::chrono::seconds(60)});
-      std::string triple = r.output;
-      while (!triple.empty() && std::isspace(static_cast<unsigned char>(triple.back())))
-        triple.pop_back();
-      if (!r.ok() || triple.empty()) return std::nullopt;
-      return triple;
-    } catch (const CannotRunTool&) {
-      return std::nullopt;  // "cannot tell" is this getter's answer for a missing compiler
-    }
+    std::vector<std::string> parts = argv;
+    parts.push_back(cc_environment().get("PATH").value_or(""));
+    std::string key = memo_key(parts);
+    if (std::optional<std::optional<std::string>> known = triple_memo().find(key)) return *known;
+    std::optional<std::string> triple = dump_machine(argv);
+    triple_memo().remember(key, triple);
+    return triple;
   };
 }
 
@@ -353,8 +385,7 @@ std::optional<ElfMachine> probe_elf_machine(const std::string& compiler,
                                             const fs::path& cwd) {
   std::vector<std::string> parts{compiler, cwd.string()};
   parts.insert(parts.end(), options.begin(), options.end());
-  std::string key;
-  for (const std::string& part : parts) key += part + '\0';
+  std::string key = memo_key(parts);
   if (std::optional<std::optional<ElfMachine>> known = machine_memo().find(key)) return *known;
   std::optional<ElfMachine> machine = compile_probe(compiler, options, cwd);
   machine_memo().remember(key, machine);
