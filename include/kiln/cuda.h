@@ -10,7 +10,8 @@
 // where there is none is an Error naming every place it looked. The environment variables of the
 // seed are honoured: TVM_CUDA_COMPILE_MODE, TVM_KERNEL_DUMP, TVM_KERNEL_DEBUG,
 // TVM_CUDA_PTXAS_REG_LEVEL, TVM_CUDA_PTXAS_EXTRA_OPTS, TVM_CUDA_NVRTC_EXTRA_OPTS,
-// TVM_CUDA_NVCC_NO_FAST_MATH, CUDA_PATH, NVSHMEM_HOME; KILN_NVRTC names the NVRTC library to load.
+// TVM_CUDA_NVCC_NO_FAST_MATH, TVM_CUDA_NVRTC_NO_FAST_MATH (TVM's later name for NVRTC), CUDA_PATH,
+// NVSHMEM_HOME; KILN_NVRTC names the NVRTC library to load.
 #pragma once
 
 #include <compare>

@@ -52,11 +52,11 @@ std::vector<std::string_view> with_compiler_search(std::vector<std::string_view>
 
 const EnvironmentList& cuda_environment() {
   static const EnvironmentList list(
-      "cuda",
-      with_compiler_search({"CUDA_PATH", "NVSHMEM_HOME", "TVM_CUDA_PTXAS_REG_LEVEL",
-                            "TVM_CUDA_PTXAS_EXTRA_OPTS", "TVM_CUDA_NVRTC_EXTRA_OPTS",
-                            "TVM_CUDA_NVCC_NO_FAST_MATH", "TVM_KERNEL_DEBUG", "TVM_KERNEL_DUMP",
-                            "TVM_CUDA_COMPILE_MODE", "KILN_NVRTC", "KILN_NVJITLINK"}));
+      "cuda", with_compiler_search({"CUDA_PATH", "NVSHMEM_HOME", "TVM_CUDA_PTXAS_REG_LEVEL",
+                                    "TVM_CUDA_PTXAS_EXTRA_OPTS", "TVM_CUDA_NVRTC_EXTRA_OPTS",
+                                    "TVM_CUDA_NVCC_NO_FAST_MATH", "TVM_CUDA_NVRTC_NO_FAST_MATH",
+                                    "TVM_KERNEL_DEBUG", "TVM_KERNEL_DUMP", "TVM_CUDA_COMPILE_MODE",
+                                    "KILN_NVRTC", "KILN_NVJITLINK"}));
   return list;
 }
 

@@ -306,6 +306,17 @@ TEST_F(CudaCompile, NoFastMathSwitchesToIeeeDivision) {
   EXPECT_NE(ieee.find("div.rn.f32"), std::string::npos) << ieee;
 }
 
+// TVM after 0.27 lets NVRTC compiles opt out of fast math the same way.
+TEST_F(CudaCompile, NvrtcNoFastMathGivesIeeeDivision) {
+  const std::string div = "extern \"C\" __global__ void k(float* a) { a[0] = a[1] / a[2]; }\n";
+  ScopedEnv uncached("KILN_NO_CACHE", "1");
+  std::string fast = compile_cuda(div, {.format = Format::ptx, .arch = "sm_80"});
+  ScopedEnv slow("TVM_CUDA_NVRTC_NO_FAST_MATH", "1");
+  std::string ieee = compile_cuda(div, {.format = Format::ptx, .arch = "sm_80"});
+  EXPECT_EQ(fast.find("div.rn.f32"), std::string::npos) << fast;
+  EXPECT_NE(ieee.find("div.rn.f32"), std::string::npos) << ieee;
+}
+
 // kiln's faster layout (leading #includes first, automatic PCH) gives exactly what the seed's
 // preamble and options give.
 TEST_F(CudaCompile, KilnsNvrtcLayoutGivesTheSeedsResult) {

@@ -83,7 +83,8 @@ std::vector<std::string> nvrtc_options(const Request& request, const std::string
   }
   const auto& undefines = half_and_bfloat16_undefines();
   options.insert(options.end(), undefines.begin(), undefines.end());
-  options.emplace_back("--use_fast_math");
+  // TVM_CUDA_NVRTC_NO_FAST_MATH: IEEE division and square roots (TVM after 0.27 reads it).
+  if (!env("TVM_CUDA_NVRTC_NO_FAST_MATH")) options.emplace_back("--use_fast_math");
   for (const std::string& flag : ptxas_flags()) options.push_back("--ptxas-options=" + flag);
   if (auto extra = env("TVM_CUDA_NVRTC_EXTRA_OPTS")) {
     for (std::string& word :
