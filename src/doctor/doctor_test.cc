@@ -8,6 +8,7 @@
 
 #include "kiln/process.h"
 #include "kiln/temp_directory.h"
+#include "testing/findings.h"
 #include "testing/test_support.h"
 
 #include <fmt/format.h>
@@ -16,21 +17,13 @@ namespace kiln::doctor {
 namespace {
 
 namespace fs = std::filesystem;
+using testing::finding_named;
 using testing::ScopedEnv;
 
 TEST(Doctor, ParseVersion) {
   EXPECT_EQ(parse_version("cmake version 3.22.1"), (std::vector<int>{3, 22, 1}));
   EXPECT_EQ(parse_version("Python 3.11"), (std::vector<int>{3, 11, 0}));
   EXPECT_TRUE(parse_version("no digits").empty());
-}
-
-const Finding& find_check(const std::vector<Finding>& findings, std::string_view check) {
-  for (const Finding& f : findings) {
-    if (f.check == check) return f;
-  }
-  static const Finding none{"(none)", Status::fail, "no such check", ""};
-  ADD_FAILURE() << "no finding for " << check;
-  return none;
 }
 
 // The first line of `tool --version`, "" when the tool is absent.
@@ -59,23 +52,23 @@ TEST(Doctor, ThisMachine) {
       "C++ compiler", "CMake",         "LLVM",       "LLVM tools",       "LLVM installs",
       "CUDA",         "Python",        "Python TVM", "TVM_LIBRARY_PATH", "TVM_HOME",
       "Conda LLVM",   "Parallel jobs", "ccache"};
-  if (find_check(findings, "LLVM").finding.starts_with("no llvm-config")) {
+  if (finding_named(findings, "LLVM").finding.starts_with("no llvm-config")) {
     expected.erase(expected.begin() + 3, expected.begin() + 5);
   }
   EXPECT_EQ(order, expected);
 
-  const Finding& cxx = find_check(findings, "C++ compiler");
+  const Finding& cxx = finding_named(findings, "C++ compiler");
   EXPECT_EQ(cxx.status, Status::pass) << cxx.finding;
   std::string compiler = cxx.finding.substr(0, cxx.finding.find(':'));
   EXPECT_NE(cxx.finding.find(version_line(compiler)), std::string::npos) << cxx.finding;
 
   std::vector<int> cmake = parse_version(version_line("cmake"));
-  EXPECT_NE(find_check(findings, "CMake")
+  EXPECT_NE(finding_named(findings, "CMake")
                 .finding.find(fmt::format("cmake {}.{}.{}", cmake[0], cmake[1], cmake[2])),
             std::string::npos);
 
   if (std::string llvm = version_line("llvm-config"); !llvm.empty()) {
-    const Finding& f = find_check(findings, "LLVM");
+    const Finding& f = finding_named(findings, "LLVM");
     EXPECT_NE(f.finding.find("LLVM " + llvm), std::string::npos) << f.finding;
   }
   if (std::string nvcc = version_line("nvcc"); !nvcc.empty()) {
@@ -83,10 +76,10 @@ TEST(Doctor, ThisMachine) {
     size_t at = r.output.find("release ");
     ASSERT_NE(at, std::string::npos) << r.output;
     std::string release = r.output.substr(at + 8, r.output.find(',', at) - at - 8);  // "13.0"
-    const Finding& f = find_check(findings, "CUDA");
+    const Finding& f = finding_named(findings, "CUDA");
     EXPECT_NE(f.finding.find("CUDA " + release), std::string::npos) << f.finding;
   }
-  EXPECT_NE(find_check(findings, "Parallel jobs").finding.find("-j"), std::string::npos);
+  EXPECT_NE(finding_named(findings, "Parallel jobs").finding.find("-j"), std::string::npos);
   for (const Finding& f : findings) {
     EXPECT_FALSE(f.finding.empty()) << f.check;
     if (f.status != Status::pass) {

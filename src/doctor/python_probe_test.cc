@@ -9,6 +9,7 @@
 #include "kiln/doctor.h"
 #include "kiln/temp_directory.h"
 #include "testing/fake_tvm.h"
+#include "testing/findings.h"
 #include "testing/test_support.h"
 
 namespace kiln::doctor {
@@ -16,16 +17,8 @@ namespace {
 
 namespace fs = std::filesystem;
 using testing::FakeTvm;
+using testing::finding_named;
 using testing::ScopedEnv;
-
-const Finding& named(const std::vector<Finding>& findings, std::string_view check) {
-  for (const Finding& f : findings) {
-    if (f.check == check) return f;
-  }
-  static const Finding none{"(none)", Status::fail, "no such finding", ""};
-  ADD_FAILURE() << "no finding " << check;
-  return none;
-}
 
 bool has(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
@@ -57,13 +50,13 @@ TEST(DoctorPythonProbe, AFakeTvmOnPythonPathIsWatchedWhileItLoads) {
   bool python_has_tvm = testing::tvm_package_of_python(*python).has_value();
   ScopedEnv path("PYTHONPATH", tvm.site.string());
   std::vector<Finding> findings = check_python_tvm(*python);
-  const Finding& package = named(findings, "Python TVM");
+  const Finding& package = finding_named(findings, "Python TVM");
   EXPECT_EQ(package.status, python_has_tvm ? Status::warn : Status::pass) << all(findings);
   EXPECT_TRUE(has(package.finding, "tvm 0.27.fake from " + tvm.package.string()))
       << package.finding;
   EXPECT_TRUE(has(package.finding, "the PYTHONPATH entry " + tvm.site.string())) << package.finding;
 
-  const Finding& libraries = named(findings, "TVM libraries");
+  const Finding& libraries = finding_named(findings, "TVM libraries");
   EXPECT_EQ(libraries.status, Status::pass) << libraries.finding;
   EXPECT_TRUE(
       has(libraries.finding, fs::canonical(tvm.runtime).string() + " (from the package's lib/)"))
@@ -73,12 +66,12 @@ TEST(DoctorPythonProbe, AFakeTvmOnPythonPathIsWatchedWhileItLoads) {
       << libraries.finding;
   EXPECT_TRUE(has(libraries.finding, "/maps")) << libraries.finding;
   for (const char* lib : {"TVM libtvm_compiler.so", "TVM libtvm_runtime.so", "TVM libtvm_ffi.so"}) {
-    const Finding& f = named(findings, lib);
+    const Finding& f = finding_named(findings, lib);
     EXPECT_EQ(f.status, Status::pass) << f.finding;
     EXPECT_TRUE(has(f.finding, "judged against what `import tvm` had mapped")) << f.finding;
   }
-  EXPECT_EQ(named(findings, "TVM_LIBRARY_PATH").status, Status::pass);
-  EXPECT_EQ(named(findings, "Conda LLVM").status, Status::pass);
+  EXPECT_EQ(finding_named(findings, "TVM_LIBRARY_PATH").status, Status::pass);
+  EXPECT_EQ(finding_named(findings, "Conda LLVM").status, Status::pass);
 }
 
 TEST(DoctorPythonProbe, ACompilerThatDoesNotLoadIsASilentFallBackAndFails) {
@@ -88,13 +81,13 @@ TEST(DoctorPythonProbe, ACompilerThatDoesNotLoadIsASilentFallBackAndFails) {
   CleanEnv env;
   ScopedEnv path("PYTHONPATH", tvm.site.string());
   std::vector<Finding> findings = check_python_tvm(*python);
-  EXPECT_NE(named(findings, "Python TVM").status, Status::fail) << all(findings);
-  const Finding& libraries = named(findings, "TVM libraries");
+  EXPECT_NE(finding_named(findings, "Python TVM").status, Status::fail) << all(findings);
+  const Finding& libraries = finding_named(findings, "TVM libraries");
   EXPECT_EQ(libraries.status, Status::fail) << libraries.finding;
   EXPECT_TRUE(has(libraries.finding, "fell back to runtime-only")) << libraries.finding;
   EXPECT_TRUE(has(libraries.finding, "libtvm_llvm_gone.so")) << libraries.finding;
   EXPECT_FALSE(libraries.fix.empty());
-  const Finding& compiler = named(findings, "TVM libtvm_compiler.so");
+  const Finding& compiler = finding_named(findings, "TVM libtvm_compiler.so");
   EXPECT_EQ(compiler.status, Status::fail) << compiler.finding;
   EXPECT_TRUE(has(compiler.finding, "libtvm_llvm_gone.so (needed by")) << compiler.finding;
   EXPECT_TRUE(has(compiler.finding, "modelled from its files")) << compiler.finding;
@@ -111,15 +104,16 @@ TEST(DoctorPythonProbe, ARelativeTvmLibraryPathIsUsedFromHereOnly) {
   ScopedEnv library_path("TVM_LIBRARY_PATH",
                          fs::relative(tvm.root / "alt", fs::current_path()).string());
   std::vector<Finding> findings = check_python_tvm(*python);
-  const Finding& variable = named(findings, "TVM_LIBRARY_PATH");
+  const Finding& variable = finding_named(findings, "TVM_LIBRARY_PATH");
   EXPECT_EQ(variable.status, Status::warn) << variable.finding;
   EXPECT_TRUE(has(variable.finding, "is relative")) << variable.finding;
-  const Finding& libraries = named(findings, "TVM libraries");
+  const Finding& libraries = finding_named(findings, "TVM libraries");
   EXPECT_TRUE(has(
       libraries.finding,
       fs::canonical(tvm.root / "alt" / "libtvm_runtime.so").string() + " (from TVM_LIBRARY_PATH)"))
       << libraries.finding;
-  EXPECT_EQ(named(findings, "TVM libtvm_compiler.so").status, Status::pass) << all(findings);
+  EXPECT_EQ(finding_named(findings, "TVM libtvm_compiler.so").status, Status::pass)
+      << all(findings);
 }
 
 TEST(DoctorPythonProbe, ATvmLibraryPathNamingNothingIsSkippedSilently) {
@@ -130,7 +124,7 @@ TEST(DoctorPythonProbe, ATvmLibraryPathNamingNothingIsSkippedSilently) {
   ScopedEnv path("PYTHONPATH", tvm.site.string());
   ScopedEnv library_path("TVM_LIBRARY_PATH", (tvm.root / "nowhere").string());
   std::vector<Finding> findings = check_python_tvm(*python);
-  const Finding& variable = named(findings, "TVM_LIBRARY_PATH");
+  const Finding& variable = finding_named(findings, "TVM_LIBRARY_PATH");
   EXPECT_EQ(variable.status, Status::warn) << variable.finding;
   EXPECT_TRUE(has(variable.finding, "points nowhere")) << variable.finding;
   EXPECT_TRUE(has(variable.finding, "loads " + fs::canonical(tvm.runtime).string() + " instead"))
@@ -144,11 +138,11 @@ TEST(DoctorPythonProbe, ATvmInTheCurrentDirectoryIsNamedSo) {
   FakeTvm tvm;
   CleanEnv env;
   ScopedEnv path("PYTHONPATH", tvm.site.string() + "/");  // a trailing slash: the same entry
-  Finding f = named(check_python_tvm(*python), "Python TVM");
+  Finding f = finding_named(check_python_tvm(*python), "Python TVM");
   EXPECT_TRUE(has(f.finding, "the PYTHONPATH entry " + tvm.site.string() + "/")) << f.finding;
   fs::path here = fs::current_path();
   fs::current_path(tvm.site);
-  f = named(check_python_tvm(*python), "Python TVM");
+  f = finding_named(check_python_tvm(*python), "Python TVM");
   fs::current_path(here);
   EXPECT_TRUE(has(f.finding, "from " + fs::canonical(tvm.package).string() +
                                  " (the current directory, which `python -c` puts first"))
@@ -163,7 +157,7 @@ TEST(DoctorPythonProbe, ATvmShadowingAnotherIsAWarning) {
   FakeTvm second;
   CleanEnv env;
   ScopedEnv path("PYTHONPATH", first.site.string() + ":" + second.site.string());
-  Finding f = named(check_python_tvm(*python), "Python TVM");
+  Finding f = finding_named(check_python_tvm(*python), "Python TVM");
   EXPECT_EQ(f.status, Status::warn) << f.finding;
   EXPECT_TRUE(has(f.finding, "from " + first.package.string())) << f.finding;
   EXPECT_TRUE(has(f.finding, "shadows " + second.package.string())) << f.finding;
@@ -176,14 +170,14 @@ TEST(DoctorPythonProbe, ACrashInsideImportIsNamedAndTheLibrariesModelled) {
   CleanEnv env;
   ScopedEnv path("PYTHONPATH", tvm.site.string());
   std::vector<Finding> findings = check_python_tvm(*python);
-  const Finding& package = named(findings, "Python TVM");
+  const Finding& package = finding_named(findings, "Python TVM");
   EXPECT_EQ(package.status, Status::fail) << package.finding;
   EXPECT_TRUE(has(package.finding, "died while importing tvm")) << package.finding;
   EXPECT_TRUE(has(package.finding, "SIGSEGV")) << package.finding;
-  const Finding& libraries = named(findings, "TVM libraries");
+  const Finding& libraries = finding_named(findings, "TVM libraries");
   EXPECT_TRUE(has(libraries.finding, "modelled")) << libraries.finding;
   EXPECT_TRUE(has(libraries.finding, fs::canonical(tvm.compiler).string())) << libraries.finding;
-  const Finding& compiler = named(findings, "TVM libtvm_compiler.so");
+  const Finding& compiler = finding_named(findings, "TVM libtvm_compiler.so");
   EXPECT_EQ(compiler.status, Status::pass) << compiler.finding;
   EXPECT_TRUE(has(compiler.finding, "modelled from its files")) << compiler.finding;
 }
@@ -195,7 +189,7 @@ TEST(DoctorPythonProbe, AnExtensionBuiltForAnotherPythonIsNamed) {
   testing::write_text(tvm.site / "tvm_ffi" / "core.cpython-29-x86_64-linux-gnu.so", "");
   CleanEnv env;
   ScopedEnv path("PYTHONPATH", tvm.site.string());
-  const Finding f = named(check_python_tvm(*python), "Python TVM");
+  const Finding f = finding_named(check_python_tvm(*python), "Python TVM");
   EXPECT_EQ(f.status, Status::fail) << f.finding;
   EXPECT_TRUE(has(f.finding, "ImportError: dynamic module")) << f.finding;
   EXPECT_TRUE(has(f.finding, "core.cpython-29-x86_64-linux-gnu.so was built for another Python"))
@@ -207,22 +201,22 @@ TEST(DoctorPythonProbe, NoTvmNoInterpreterNotAPython) {
   if (!python) GTEST_SKIP() << kNoPython;
   CleanEnv env;
   if (!testing::tvm_package_of_python(*python)) {
-    Finding f = named(check_python_tvm(*python), "Python TVM");
+    Finding f = finding_named(check_python_tvm(*python), "Python TVM");
     EXPECT_EQ(f.status, Status::warn) << f.finding;
     EXPECT_TRUE(has(f.finding, "finds no tvm package")) << f.finding;
   }
   TempDirectory dir;
-  Finding missing = named(check_python_tvm(dir / "python9"), "Python TVM");
+  Finding missing = finding_named(check_python_tvm(dir / "python9"), "Python TVM");
   EXPECT_EQ(missing.status, Status::fail);
   EXPECT_TRUE(has(missing.finding, "cannot run")) << missing.finding;
-  Finding not_python = named(check_python_tvm("true"), "Python TVM");
+  Finding not_python = finding_named(check_python_tvm("true"), "Python TVM");
   EXPECT_EQ(not_python.status, Status::fail);
   EXPECT_TRUE(has(not_python.finding, "did not run kiln's probe")) << not_python.finding;
   // No python3 at all: skipped, saying so.
   ScopedEnv no_path("PATH", dir.path().string());
   std::vector<Finding> skipped = check_python_tvm();
-  EXPECT_EQ(named(skipped, "Python TVM").status, Status::pass);
-  EXPECT_TRUE(has(named(skipped, "Python TVM").finding, "skipped"));
+  EXPECT_EQ(finding_named(skipped, "Python TVM").status, Status::pass);
+  EXPECT_TRUE(has(finding_named(skipped, "Python TVM").finding, "skipped"));
   EXPECT_EQ(skipped.size(), 4u) << all(skipped);
 }
 
@@ -236,25 +230,27 @@ TEST(DoctorPythonProbe, RealTvm027LoadsAndIsNotFailed) {
   }
   CleanEnv env;
   std::vector<Finding> findings = check_python_tvm(*python);
-  const Finding& package = named(findings, "Python TVM");
+  const Finding& package = finding_named(findings, "Python TVM");
   EXPECT_NE(package.status, Status::fail) << all(findings);
   EXPECT_TRUE(has(package.finding, "imports tvm 0.")) << package.finding;
-  const Finding& libraries = named(findings, "TVM libraries");
+  const Finding& libraries = finding_named(findings, "TVM libraries");
   EXPECT_NE(libraries.status, Status::fail) << libraries.finding;
   EXPECT_TRUE(has(libraries.finding, "libtvm_compiler.so (from the package's lib/)"))
       << libraries.finding;
   EXPECT_TRUE(has(libraries.finding, "libtvm_ffi.so (from the tvm_ffi package)"))
       << libraries.finding;
   for (const char* lib : {"TVM libtvm_compiler.so", "TVM libtvm_runtime.so", "TVM libtvm_ffi.so"}) {
-    EXPECT_EQ(named(findings, lib).status, Status::pass) << named(findings, lib).finding;
+    EXPECT_EQ(finding_named(findings, lib).status, Status::pass)
+        << finding_named(findings, lib).finding;
   }
   std::optional<fs::path> tvm = testing::tvm_package_of_python(*python);
   ASSERT_TRUE(tvm);
   std::vector<Finding> modelled = check_library(*tvm / "lib" / "libtvm_compiler.so");
   for (const Finding& f : modelled)
     EXPECT_EQ(f.status, Status::pass) << f.check << ": " << f.finding;
-  EXPECT_TRUE(has(named(modelled, "Library").finding, "libtvm_ffi.so => ")) << all(modelled);
-  EXPECT_TRUE(has(named(modelled, "Library").finding, "modelled from its files"));
+  EXPECT_TRUE(has(finding_named(modelled, "Library").finding, "libtvm_ffi.so => "))
+      << all(modelled);
+  EXPECT_TRUE(has(finding_named(modelled, "Library").finding, "modelled from its files"));
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include "kiln/doctor.h"
 #include "kiln/temp_directory.h"
 #include "testing/fake_tvm.h"
+#include "testing/findings.h"
 #include "testing/test_support.h"
 
 namespace kiln::doctor {
@@ -17,17 +18,9 @@ namespace {
 namespace fs = std::filesystem;
 using testing::build_shared_library;
 using testing::FakeTvm;
+using testing::finding_named;
 using testing::ScopedEnv;
 using testing::write_text;
-
-const Finding& named(const std::vector<Finding>& findings, std::string_view check) {
-  for (const Finding& f : findings) {
-    if (f.check == check) return f;
-  }
-  static const Finding none{"(none)", Status::fail, "no such finding", ""};
-  ADD_FAILURE() << "no finding " << check;
-  return none;
-}
 
 bool has(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
@@ -40,14 +33,15 @@ TEST(DoctorTvmPackage, TheCompilerIsJudgedWithTheFfiAndRuntimeLoadedFirst) {
   ScopedEnv library_path("TVM_LIBRARY_PATH", std::nullopt);
   // Alone, it needs a libtvm_ffi.so nothing finds: what the old check said about TVM 0.27.
   std::vector<Finding> alone = check_library(tvm.compiler, LoadContext{});
-  EXPECT_EQ(named(alone, "Library").status, Status::fail) << named(alone, "Library").finding;
-  EXPECT_TRUE(has(named(alone, "Library").finding, "libtvm_ffi.so (needed by"));
+  EXPECT_EQ(finding_named(alone, "Library").status, Status::fail)
+      << finding_named(alone, "Library").finding;
+  EXPECT_TRUE(has(finding_named(alone, "Library").finding, "libtvm_ffi.so (needed by"));
 
   std::vector<Finding> findings = check_library(tvm.compiler);
   for (const Finding& f : findings) {
     EXPECT_EQ(f.status, Status::pass) << f.check << ": " << f.finding;
   }
-  const Finding& needs = named(findings, "Library");
+  const Finding& needs = finding_named(findings, "Library");
   EXPECT_TRUE(has(needs.finding,
                   "libtvm_ffi.so => " + fs::canonical(tvm.ffi).string() + " (already loaded)"))
       << needs.finding;
@@ -62,7 +56,7 @@ TEST(DoctorTvmPackage, WithoutTheFfiPackageTheMissingLibraryIsStillFound) {
   fs::remove_all(tvm.site / "tvm_ffi");
   fs::remove_all(tvm.site / "apache_tvm_ffi-0.1.0.dist-info");
   std::vector<Finding> findings = check_library(tvm.compiler);
-  const Finding& needs = named(findings, "Library");
+  const Finding& needs = finding_named(findings, "Library");
   EXPECT_EQ(needs.status, Status::fail);
   EXPECT_TRUE(has(needs.finding, "libtvm_ffi.so (needed by")) << needs.finding;
   EXPECT_TRUE(has(needs.finding, "no tvm_ffi package found")) << needs.finding;
@@ -246,7 +240,7 @@ TEST(DoctorPythonReport, TwoCopiesOfOneTvmLibraryFail) {
   report.tvm = tvm.package / "__init__.py";
   report.mapped = {tvm.ffi, tvm.runtime, other / "libtvm_runtime.so"};
   std::vector<Finding> findings = detail::tvm_libraries_findings(report);
-  const Finding& libraries = named(findings, "TVM libraries");
+  const Finding& libraries = finding_named(findings, "TVM libraries");
   EXPECT_EQ(libraries.status, Status::fail) << libraries.finding;
   EXPECT_TRUE(has(libraries.finding, "libtvm_runtime.so is loaded twice")) << libraries.finding;
   EXPECT_FALSE(libraries.fix.empty());
