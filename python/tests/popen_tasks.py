@@ -20,7 +20,7 @@ INIT_C = None
 
 
 class TaskError(Exception):
-    """A project-defined exception type raised by a task (rebuilt from one string, like builtins)."""
+    """A project-defined exception raised by a task (rebuilt from one string, like builtins)."""
 
 
 class TwoPartError(Exception):

@@ -419,9 +419,9 @@ def test_kiln_failing_initializer_fails_every_call(kp, tmp_path):
     the initializer succeeds."""
     marker = tmp_path / "refuse"
     marker.write_text("")
-    worker = kp.PopenWorker(initializer=tasks.failing_initializer_unless_gone, initargs=(str(marker),))
-    pool = kp.PopenPoolExecutor(max_workers=1, initializer=tasks.failing_initializer_unless_gone,
-                                initargs=(str(marker),))
+    init = {"initializer": tasks.failing_initializer_unless_gone, "initargs": (str(marker),)}
+    worker = kp.PopenWorker(**init)
+    pool = kp.PopenPoolExecutor(max_workers=1, **init)
     try:
         for _ in range(2):
             with pytest.raises(tasks.TaskError, match="initializer refused"):
@@ -429,7 +429,8 @@ def test_kiln_failing_initializer_fails_every_call(kp, tmp_path):
             with pytest.raises(tasks.TaskError, match="initializer refused"):
                 pool.submit(tasks.read_globals).result()
         result = list(pool.map_with_error_catching(tasks.identity, [1]))[0]
-        assert result.status == kp.StatusKind.EXCEPTION and isinstance(result.value, tasks.TaskError)
+        assert result.status == kp.StatusKind.EXCEPTION
+        assert isinstance(result.value, tasks.TaskError)
         marker.unlink()
         worker.kill()
         assert tuple(call(worker, tasks.read_globals)) == (1, 2, 3)
@@ -488,9 +489,11 @@ def test_kiln_recv_without_send_raises_at_once(kp):
         worker.kill()
 
 
-def test_kiln_output_survives_a_killed_task(kp, tmp_path):
+def test_kiln_output_survives_a_killed_task(kp, tmp_path, monkeypatch):
     """TVM's worker block-buffers stdout into a file, so what a task printed before being killed
-    is lost; kiln's worker runs unbuffered (python -u)."""
+    is lost; kiln's worker runs unbuffered (python -u). PYTHONUNBUFFERED is removed so that the
+    worker's own choice is what is tested."""
+    monkeypatch.delenv("PYTHONUNBUFFERED", raising=False)
     path = tmp_path / "out.txt"
     with open(path, "wb") as out:
         worker = kp.PopenWorker(stdout=out)

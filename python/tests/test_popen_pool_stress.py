@@ -44,8 +44,8 @@ def kp():
     try:
         from kiln.support import popen_pool  # pylint: disable=import-outside-toplevel
     except ImportError as error:
-        pytest.skip(f"kiln.support.popen_pool not importable ({error}); it needs the extension kiln._kiln "
-                    "(PYTHONPATH=python:<build>/python)")
+        pytest.skip(f"kiln.support.popen_pool not importable ({error}); it needs the extension "
+                    "kiln._kiln (PYTHONPATH=python:<build>/python)")
     return popen_pool
 
 
