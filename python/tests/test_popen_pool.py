@@ -313,7 +313,7 @@ def test_executor_recycles_processes(new_pool):
     assert second != first and is_gone(first)
 
 
-def test_executor_initializer_reaches_every_worker(new_pool):
+def test_executor_initializer_runs_in_its_workers(new_pool):
     pool = new_pool(max_workers=2, initializer=tasks.initializer, initargs=("a", "b", "c"))
     results = [pool.submit(tasks.read_globals) for _ in range(6)]
     assert all(tuple(r.result()) == ("a", "b", "c") for r in results)
