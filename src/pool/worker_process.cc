@@ -434,7 +434,8 @@ bool Worker::join(std::chrono::milliseconds timeout) {
   if (child == nullptr) return true;
   bool exited = child->wait_exit_until(
       internal::deadline_after<internal::Clock>(internal::Clock::now(), timeout));
-  if (exited) state_->process.stop();
+  // With a call in flight the process stays, for recv() to report how it ended.
+  if (exited && state_->process.calls_in_flight() == 0) state_->process.stop();
   return exited;
 }
 

@@ -1,0 +1,74 @@
+"""TVM's own users of tvm.support.popen_pool, run on kiln's after kiln.tvm.install().
+
+MetaSchedule's LocalBuilder (imported before install(), so it holds TVM's PopenPoolExecutor by
+name until install() replaces that copy) builds real kernels in kiln's workers: a completed
+build, an exception and a timeout come back as LocalBuilder reports them.
+"""
+
+import os
+import shutil
+
+import pytest
+
+from conftest import tvm_module
+
+TESTS_DIR = os.path.dirname(os.path.abspath(__file__))
+
+
+@pytest.fixture
+def installed(monkeypatch):
+    """kiln.tvm.install() for one test, with this directory on the workers' PYTHONPATH."""
+    tvm_module("popen_pool")
+    import kiln.tvm  # pylint: disable=import-outside-toplevel
+
+    saved = os.environ.get("PYTHONPATH")
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(p for p in (TESTS_DIR, saved) if p))
+    kiln.tvm.install()
+    yield
+    kiln.tvm.uninstall()
+
+
+def candidate(n):
+    import tvm  # pylint: disable=import-outside-toplevel
+    from tvm.s_tir.meta_schedule.builder import BuilderInput  # pylint: disable=import-outside-toplevel
+
+    mod = tvm.IRModule({}).with_attr("kiln_n", n)
+    return BuilderInput(mod, tvm.target.Target("llvm"))
+
+
+def test_install_points_tvms_copies_at_kilns_pool():
+    tvm_module("popen_pool")
+    from tvm.s_tir.meta_schedule.builder import local_builder  # pylint: disable=import-outside-toplevel
+    import kiln.tvm  # pylint: disable=import-outside-toplevel
+    from kiln.support import popen_pool  # pylint: disable=import-outside-toplevel
+
+    tvms = local_builder.PopenPoolExecutor
+    assert tvms is not popen_pool.PopenPoolExecutor
+    kiln.tvm.install()
+    try:
+        assert local_builder.PopenPoolExecutor is popen_pool.PopenPoolExecutor
+        assert local_builder.StatusKind is popen_pool.StatusKind
+    finally:
+        kiln.tvm.uninstall()
+    assert local_builder.PopenPoolExecutor is tvms
+
+
+def test_local_builder_builds_in_kilns_workers(installed):
+    from tvm.s_tir.meta_schedule.builder import LocalBuilder  # pylint: disable=import-outside-toplevel
+    import tvm_builder_tasks  # pylint: disable=import-outside-toplevel
+
+    from tvm.s_tir.meta_schedule.builder import local_builder  # pylint: disable=import-outside-toplevel
+    from kiln.support import popen_pool  # pylint: disable=import-outside-toplevel
+
+    assert local_builder.PopenPoolExecutor is popen_pool.PopenPoolExecutor
+    builder = LocalBuilder(max_workers=2, timeout_sec=10, f_build=tvm_builder_tasks.build_doubling_kernel)
+    results = builder.build([candidate(n) for n in (16, 64, -1, 0)])
+    assert len(results) == 4
+    for result in results[:2]:
+        assert result.error_msg is None, result.error_msg
+        assert os.path.getsize(result.artifact_path) > 0
+        shutil.rmtree(os.path.dirname(result.artifact_path))  # default_export's mkdtemp()
+    assert results[2].artifact_path is None
+    assert "LocalBuilder: An exception occurred" in results[2].error_msg
+    assert "ValueError: kiln_n is negative: -1" in results[2].error_msg
+    assert results[3].error_msg == "LocalBuilder: Timeout, killed after 10 seconds"
