@@ -30,6 +30,8 @@ class BeginBoard {
   explicit operator bool() const noexcept { return board_ != nullptr; }
   // The descriptor create() made (-1 once adopted or empty).
   int fd() const noexcept { return fd_.get(); }
+  // Closes it, once the worker has its copy: the mapping stays.
+  void close_fd() noexcept { fd_.reset(); }
   // Worker: request number `request` (counted from 1 since the worker started) begins now.
   void post(std::uint64_t request) noexcept;
   // Parent: when request `request` began, if the worker posted it and has posted nothing since.

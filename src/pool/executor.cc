@@ -235,6 +235,15 @@ void Executor::State::wait_for_events() {
   std::optional<Clock::time_point> soonest;
   for (std::size_t i = 0; i < slots.size(); ++i) {
     internal::WorkerProcess& process = *slots[i].process;
+    if (process.has_dying()) {  // wake when it has died, to reap it
+      if (process.dying_fd() >= 0) {
+        fds.push_back({process.dying_fd(), POLLIN, 0});
+        poll_slots.push_back(i);
+      } else {
+        auto soon = Clock::now() + std::chrono::milliseconds(1);
+        if (!soonest || soon < *soonest) soonest = soon;
+      }
+    }
     if (slots[i].jobs.empty()) continue;
     short events = POLLIN;
     fds.push_back({process.response_fd(), events, 0});
@@ -253,6 +262,7 @@ void Executor::State::wait_for_events() {
   for (std::size_t k = 1; k < fds.size(); ++k) {
     if (fds[k].revents == 0) continue;
     Slot& slot = slots[poll_slots[k - 1]];
+    if (fds[k].fd == slot.process->dying_fd()) continue;  // reaped below
     if (fds[k].events == POLLOUT) {
       if (slot.process->wants_to_write()) slot.process->flush();
     } else if (!slot.jobs.empty()) {
@@ -261,6 +271,7 @@ void Executor::State::wait_for_events() {
   }
   auto now = Clock::now();
   for (Slot& slot : slots) {
+    slot.process->reap_dying(false);  // a worker killed for a timeout, once it has died
     if (slot.jobs.empty()) continue;
     settle_ended(slot, slot.process->expire_if_overdue(now, ended_for(slot)));
   }
@@ -268,7 +279,10 @@ void Executor::State::wait_for_events() {
 
 void Executor::State::loop() {
   while (take_work()) wait_for_events();
-  for (Slot& slot : slots) slot.process->stop();
+  for (Slot& slot : slots) {
+    slot.process->stop();
+    slot.process->reap_dying(true);
+  }
 }
 
 Executor::Executor(ExecutorOptions options) : state_(std::make_unique<State>()) {
@@ -289,12 +303,17 @@ Executor::Executor(ExecutorOptions options) : state_(std::make_unique<State>()) 
 Executor::~Executor() { shutdown(false); }
 
 void Executor::State::enqueue(std::vector<Job> jobs) {
+  bool was_empty = false;
   {
     std::lock_guard lock(mutex);
     if (stopping) throw InvalidState("submit: the pool has been shut down");
+    was_empty = queue.empty();
     for (Job& job : jobs) queue.push_back(std::move(job));
   }
-  notify();  // once for the whole batch
+  // Once for the whole batch, and only when the queue was empty: otherwise the dispatcher has a
+  // wake-up pending, or left work queued for want of a free worker and looks again as soon as
+  // one answers. A caller submitting call after call costs no wake-up (and no write) per call.
+  if (was_empty) notify();
 }
 
 std::future<Value> Executor::submit(std::string task, Value args) {

@@ -4,7 +4,10 @@
 
 #include <signal.h>
 #include <unistd.h>
+#include <algorithm>
+#include <chrono>
 #include <fstream>
+#include <thread>
 
 #include "kiln/error.h"
 #include "kiln/pool.h"
@@ -49,7 +52,19 @@ TEST(PoolStress, EveryResultAccountedForAndResourcesFlat) {
       {.workers = 8, .timeout = sanitized ? 1000ms : 100ms, .worker = {.output = Output::discard}});
   // Each live worker holds three descriptors here (request pipe, response pipe, pidfd); what
   // is left once those are counted out must not grow.
-  auto baseline_fds = [] { return testing::open_fds().size() - 3 * testing::child_pids().size(); };
+  // A worker killed for a timeout holds one descriptor (its pidfd) until it is reaped, a moment
+  // after the call ended: the count is taken once two readings 20 ms apart agree.
+  auto count_fds = [] { return testing::open_fds().size() - 3 * testing::child_pids().size(); };
+  auto baseline_fds = [&count_fds] {
+    size_t last = count_fds();
+    for (int i = 0; i < 100; ++i) {
+      std::this_thread::sleep_for(20ms);
+      size_t now = count_fds();
+      if (now == last) break;
+      last = now;
+    }
+    return last;
+  };
   size_t fds_after_first = 0;
   long rss_after_first = 0;
   int complete = 0, crashed = 0, timed_out = 0;
@@ -78,7 +93,15 @@ TEST(PoolStress, EveryResultAccountedForAndResourcesFlat) {
           break;
       }
     }
+    // A worker killed for a timeout is reaped as soon as it has died, which may be a moment
+    // after its call was reported.
     std::vector<pid_t> children = testing::child_pids();
+    auto reap_deadline = std::chrono::steady_clock::now() + 2s;
+    while (std::any_of(children.begin(), children.end(), testing::process_gone) &&
+           std::chrono::steady_clock::now() < reap_deadline) {
+      std::this_thread::sleep_for(1ms);
+      children = testing::child_pids();
+    }
     EXPECT_LE(children.size(), 8u) << "after task " << start + batch;
     for (pid_t child : children) EXPECT_FALSE(testing::process_gone(child)) << "zombie " << child;
     if (start == 0) {

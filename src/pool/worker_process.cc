@@ -112,6 +112,7 @@ void set_program(const pool::WorkerOptions& options, SpawnSpec& spec) {
 }  // namespace
 
 void WorkerProcess::start() {
+  reap_dying(true);
   Pipe to_worker = make_pipe();
   Pipe from_worker = make_pipe();
   UniqueFd output = open_output(options_);
@@ -124,6 +125,7 @@ void WorkerProcess::start() {
   spec.fds.emplace_back(options_.stdout_fd.value_or(output ? output.get() : 1), 1);
   spec.fds.emplace_back(options_.stderr_fd.value_or(output ? output.get() : 2), 2);
   child_ = Spawner::spawn(spec);
+  board.close_fd();
   requests_ = std::move(to_worker.write);
   responses_ = std::move(from_worker.read);
   set_nonblocking(requests_.get());
@@ -147,8 +149,13 @@ void WorkerProcess::start() {
   }
 }
 
-void WorkerProcess::stop() noexcept {
-  if (child_) child_->terminate_group(std::chrono::milliseconds(0));
+void WorkerProcess::stop(bool reap_now) noexcept {
+  if (child_ && reap_now) child_->terminate_group(std::chrono::milliseconds(0));
+  if (child_ && !reap_now) {
+    reap_dying(true);  // at most one left dying
+    child_->signal_group(SIGKILL);
+    dying_ = std::move(child_);
+  }
   child_.reset();
   board_ = BeginBoard();
   preparation_deadline_.reset();
@@ -158,6 +165,15 @@ void WorkerProcess::stop() noexcept {
   awaited_.clear();
   calls_ = 0;
   deadline_.reset();
+}
+
+void WorkerProcess::reap_dying(bool block) noexcept {
+  if (!dying_) return;
+  try {
+    if (block || dying_->has_exited()) dying_.reset();  // ~Child reaps (the group is killed)
+  } catch (...) {
+    dying_.reset();
+  }
 }
 
 bool WorkerProcess::accepts_call() const noexcept {
@@ -242,7 +258,9 @@ std::string WorkerProcess::doing() const {
 
 std::size_t WorkerProcess::fail(Outcome::Kind kind, std::string message, const Ended& ended) {
   std::size_t calls = calls_;
-  stop();
+  // A timeout is reported as soon as the worker is killed, not once it has died: the caller
+  // hears of its deadline within a fraction of a millisecond. Its reaping waits for the next use.
+  stop(kind != Outcome::Kind::timeout);
   if (calls == 0) return 0;
   ended(Outcome::error(kind, std::move(message)));
   return calls - 1;
@@ -422,9 +440,13 @@ Value Worker::call(std::string_view task, const Value& args,
   return recv();
 }
 
-void Worker::kill() noexcept { state_->process.stop(); }
+void Worker::kill() noexcept {
+  state_->process.stop();
+  state_->process.reap_dying(true);
+}
 
 bool Worker::is_alive() {
+  state_->process.reap_dying(false);
   internal::Child* child = state_->process.child();
   return child != nullptr && !child->has_exited();
 }

@@ -26,7 +26,10 @@ class WorkerProcess {
   using Ended = std::function<void(Outcome)>;
 
   explicit WorkerProcess(pool::WorkerOptions options) : options_(std::move(options)) {}
-  ~WorkerProcess() { stop(); }
+  ~WorkerProcess() {
+    stop();
+    reap_dying(true);
+  }
   WorkerProcess(const WorkerProcess&) = delete;
   WorkerProcess& operator=(const WorkerProcess&) = delete;
 
@@ -66,8 +69,16 @@ class WorkerProcess {
   // Blocks until the oldest call in flight ends; for Worker, which has one at a time.
   Outcome wait();
 
-  // Kills the process (its whole group) and forgets everything in flight.
-  void stop() noexcept;
+  // Kills the process (its whole group) and forgets everything in flight. `reap_now`: waits
+  // until it is gone (a large process takes a millisecond or two to die); otherwise it is left
+  // to reap_dying(), so that a timeout can be reported at once.
+  void stop(bool reap_now = true) noexcept;
+  // Reaps a process stop(false) killed: at once when it has died (or `block`), else later.
+  void reap_dying(bool block) noexcept;
+  // A descriptor that polls readable once that process has died; -1 when there is none (or
+  // the kernel has no pidfd: then reap_dying() has to be called again after a while).
+  int dying_fd() const noexcept { return dying_ ? dying_->exit_fd() : -1; }
+  bool has_dying() const noexcept { return dying_.has_value(); }
   Child* child() noexcept { return child_ ? &*child_ : nullptr; }
   pid_t pid() const noexcept { return child_ ? child_->pid() : 0; }
 
@@ -96,6 +107,7 @@ class WorkerProcess {
 
   pool::WorkerOptions options_;
   std::optional<Child> child_;
+  std::optional<Child> dying_;  // killed by stop(false), not yet reaped
   UniqueFd requests_;
   UniqueFd responses_;
   FrameDecoder decoder_;

@@ -19,6 +19,7 @@ was killed is not lost.
 
 import atexit
 import concurrent.futures
+import io
 import math
 import os
 import pickle
@@ -81,11 +82,29 @@ class MapResult(namedtuple("MapResult", ["status", "value"])):
     __slots__ = []
 
 
-def _dumps(fn, args, kwargs):
-    import cloudpickle  # pylint: disable=import-outside-toplevel
+# One cloudpickle Pickler per thread, reused: making one per call (cloudpickle.dumps) costs more
+# than pickling a typical call, and its garbage wakes the cycle collector.
+_picklers = threading.local()
 
+
+def _dumps(fn, args, kwargs):
+    """The payload of the call fn(*args, **kwargs): the pickled (fn, args, kwargs)."""
+    state = getattr(_picklers, "state", None)
+    if state is None:
+        import cloudpickle  # pylint: disable=import-outside-toplevel
+
+        buffer = io.BytesIO()
+        state = _picklers.state = (buffer, cloudpickle.Pickler(buffer, protocol=pickle.HIGHEST_PROTOCOL))
+    buffer, pickler = state
     call = (fn, tuple(args), dict(kwargs) if kwargs else {})
-    return cloudpickle.dumps(call, protocol=pickle.HIGHEST_PROTOCOL)
+    try:
+        pickler.dump(call)
+        return buffer.getvalue()
+    finally:  # each payload stands alone: nothing of this call stays in the pickler
+        pickler.clear_memo()
+        pickler.globals_ref = {}  # cloudpickle's per-dump table of function globals
+        buffer.seek(0)
+        buffer.truncate()
 
 
 def _millis(timeout):
@@ -347,14 +366,13 @@ class PopenPoolExecutor:
         self.shutdown(wait=True)
         return False
 
-    def _submit_calls(self, fn, calls):
-        payloads = [_dumps(fn, args, kwargs) for args, kwargs in calls]
-        futures = [concurrent.futures.Future() for _ in payloads]
+    def _register(self, futures):
+        """Index the futures of calls about to be submitted; returns the first index."""
         with self._lock:
             if self._shutdown:
                 raise RuntimeError("cannot schedule new futures after shutdown")
             first = self._next
-            self._next += len(payloads)
+            self._next += len(futures)
             for offset, future in enumerate(futures):
                 self._futures[first + offset] = future
             if self._collector is None:
@@ -365,19 +383,23 @@ class PopenPoolExecutor:
                     daemon=True,
                 )
                 self._collector.start()
-        self._native.submit(first, payloads)
-        return futures
+        return first
 
     def submit(self, fn, *args, **kwargs) -> concurrent.futures.Future:
         """Submit the call ``fn(*args, **kwargs)``; returns its concurrent.futures.Future."""
-        return self._submit_calls(fn, [(args, kwargs)])[0]
+        payload = _dumps(fn, args, kwargs)
+        future = concurrent.futures.Future()
+        self._native.submit(self._register((future,)), (payload,))
+        return future
 
     def map_with_error_catching(self, fn, iterator):
         """Call `fn` on every item; yields a MapResult per item, in order, errors caught.
 
         Every call is submitted at once; the results are yielded as the caller iterates.
         """
-        futures = self._submit_calls(fn, [((item,), None) for item in iterator])
+        payloads = [_dumps(fn, (item,), None) for item in iterator]
+        futures = [concurrent.futures.Future() for _ in payloads]
+        self._native.submit(self._register(futures), payloads)
 
         def results():
             for future in futures:
