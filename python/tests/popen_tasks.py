@@ -218,3 +218,8 @@ def hold_workers_main(module, workers, barrier_root):
         print(f"pid {pid}", flush=True)
     print("ready", flush=True)
     time.sleep(600)
+
+
+def has_modules(*names):
+    """Which of `names` the worker has imported so far."""
+    return [name for name in names if name in sys.modules]

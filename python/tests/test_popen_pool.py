@@ -143,6 +143,14 @@ def test_crash_raises_child_process_error_then_the_worker_works_again(new_worker
     assert len(set(pids)) == 3 and is_gone(pids[0]) and is_gone(pids[1])
 
 
+def test_timeout_does_not_count_importing_the_function(new_worker):
+    # slow_import_tasks takes 0.5 s to import; the worker imports it while unpickling the call,
+    # before the function starts, where neither implementation's timeout runs yet.
+    import slow_import_tasks  # pylint: disable=import-outside-toplevel
+
+    assert call(new_worker(), slow_import_tasks.answer, timeout=0.25) == 42
+
+
 def test_worker_is_reused(new_worker):
     worker = new_worker(maximum_uses=None)
     pid = call(worker, tasks.getpid)
@@ -503,6 +511,18 @@ def test_kiln_output_survives_a_killed_task(kp, tmp_path, monkeypatch):
         finally:
             worker.kill()
     assert "printed-before-the-kill" in path.read_text()
+
+
+def test_kiln_worker_imports_only_what_its_tasks_need(kp):
+    # A worker starts with kiln's extension alone: cloudpickle and TVM are imported when a call
+    # needs them (plain pickle reads a by-reference function), which keeps a cold start short.
+    worker = kp.PopenWorker()
+    try:
+        assert call(worker, tasks.has_modules, "cloudpickle", "tvm", "kiln._kiln") == ["kiln._kiln"]
+        assert call(worker, lambda: 1) == 1  # a lambda travels by value: cloudpickle is needed
+        assert call(worker, tasks.has_modules, "cloudpickle", "tvm") == ["cloudpickle"]
+    finally:
+        worker.kill()
 
 
 def test_kiln_executor_is_a_context_manager(kp):
