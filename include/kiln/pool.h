@@ -212,7 +212,7 @@ class Executor {
                                                  const std::vector<Value>& items);
   // Stops the pool. wait: finish queued and running tasks first; else they fail with
   // kiln::Cancelled and running workers are killed. Idempotent; returns when every worker is
-  // reaped.
+  // reaped. A shutdown(false) from another thread cuts a waiting shutdown(true) short.
   void shutdown(bool wait = true);
 
  private:

@@ -223,3 +223,24 @@ def hold_workers_main(module, workers, barrier_root):
 def has_modules(*names):
     """Which of `names` the worker has imported so far."""
     return [name for name in names if name in sys.modules]
+
+
+def exit_with_work_pending_main(module, how):
+    """Run as a child process: a PopenPoolExecutor with a call that sleeps 600 s and a quick one;
+    prints the workers' pids, then ends the script `how`: "exit" (the pool still referenced),
+    "dropped" (the pool collected) or "nowait" (shutdown(wait=False)). The interpreter must then
+    exit at once, without waiting for the sleeping call, leaving no worker behind."""
+    import gc  # pylint: disable=import-outside-toplevel
+    import importlib  # pylint: disable=import-outside-toplevel
+
+    popen_pool = importlib.import_module(module)
+    pool = popen_pool.PopenPoolExecutor(max_workers=2)
+    hanging = pool.submit(sleep_for, 600)
+    quick = pool.submit(getpid)
+    print(f"pid {quick.result()}", flush=True)
+    if how == "dropped":
+        del pool
+        gc.collect()
+    elif how == "nowait":
+        pool.shutdown(wait=False)
+    print(f"hanging call done: {hanging.done()}", flush=True)

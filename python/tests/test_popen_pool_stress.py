@@ -165,3 +165,27 @@ def test_ten_thousand_tasks_with_crashes_and_timeouts(kp, tmp_path):
     assert tally == {"complete": 9800, "crash": 100, "timeout": 100}
     assert fds_after == fds_before, f"descriptors leaked: {fds_before} -> {fds_after}"
     assert rss_after - rss_before < RSS_BOUND_KIB, f"RSS grew {rss_after - rss_before} KiB"
+
+
+@pytest.mark.parametrize("how", ["exit", "dropped", "nowait"])
+def test_exit_does_not_wait_for_pending_calls(kp, how):
+    # concurrent.futures waits at exit for what is queued; a call that hangs would hold the
+    # interpreter forever (pytorch#162199). kiln's pool kills its workers at exit instead: nobody
+    # is left to take their results. (A 600 s call against a 120 s limit: no timing involved.)
+    code = f"import popen_tasks; popen_tasks.exit_with_work_pending_main({kp.__name__!r}, {how!r})"
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            timeout=120, check=False)
+    assert result.returncode == 0, result.stderr
+    assert "hanging call done: False" in result.stdout
+    worker = int(result.stdout.split()[1])
+    assert is_gone_or_zombie_soon(worker), f"worker {worker} outlived the script"
+
+
+def is_gone_or_zombie_soon(pid, limit=5.0):
+    """Whether `pid` is dead (gone or a zombie) within `limit` seconds."""
+    deadline = time.monotonic() + limit
+    while not is_dead(pid):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.01)
+    return True

@@ -369,13 +369,15 @@ std::vector<MapResult> Executor::map_with_error_catching(const std::string& task
 
 void Executor::shutdown(bool wait) {
   State& s = *state_;
-  std::lock_guard serial(s.shutdown_mutex);
   {
+    // Before the serializing lock: a shutdown(false) cuts short a shutdown(true) that another
+    // thread is waiting in.
     std::lock_guard lock(s.mutex);
     s.stopping = true;
     if (!wait) s.abandon = true;
   }
   s.notify();
+  std::lock_guard serial(s.shutdown_mutex);
   if (s.dispatcher.joinable()) s.dispatcher.join();
 }
 

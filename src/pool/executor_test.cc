@@ -235,5 +235,16 @@ TEST(Executor, ShutdownWithWaitFinishesQueuedWork) {
   for (int i = 0; i < 20; ++i) EXPECT_EQ(futures[i].get(), i * i);
 }
 
+// A process exiting must not wait for work someone else's shutdown(true) is waiting for.
+TEST(Executor, ShutdownWithoutWaitCutsAWaitingShutdownShort) {
+  Executor pool({.workers = 1});
+  std::future<Value> hang = pool.submit("sleep_ms", 60000);
+  std::thread waiter([&pool] { pool.shutdown(true); });
+  std::this_thread::sleep_for(100ms);
+  pool.shutdown(false);
+  waiter.join();
+  EXPECT_THROW(hang.get(), Cancelled);
+}
+
 }  // namespace
 }  // namespace kiln::pool

@@ -26,7 +26,6 @@ import pickle
 import subprocess
 import sys
 import threading
-import weakref
 from collections import namedtuple
 from enum import IntEnum
 
@@ -293,15 +292,51 @@ def _settle(future, end):
         future.set_exception(error)
 
 
-# Executors still running when the interpreter exits are shut down first (waiting for their
-# work, as concurrent.futures does), so that no collector thread is left in C++ at finalization.
-_LIVE = weakref.WeakSet()
+class _Closing:
+    """The native pools not yet closed, each with its collector thread.
+
+    At exit every one of them is stopped without waiting (its workers killed, what it had left
+    cancelled: nobody is left to take the results), so that exit is quick and no thread is still
+    inside kiln's C++ code when the interpreter finalizes.
+    """
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.pools = {}  # id(native pool) -> (native pool, [its collector and closer threads])
+        self.stopped = False  # at exit: no thread may start any more
+
+    def add(self, native_pool, thread=None):
+        with self.lock:
+            threads = self.pools.setdefault(id(native_pool), (native_pool, []))[1]
+            if thread is not None:
+                threads.append(thread)
+
+    def discard(self, native_pool):
+        with self.lock:
+            self.pools.pop(id(native_pool), None)
+
+    def stop_all(self):
+        with self.lock:
+            self.stopped = True
+            pools = list(self.pools.values())
+        for native_pool, _ in pools:
+            native_pool.shutdown(False)
+        for _, threads in pools:
+            for thread in threads:
+                if thread is not threading.current_thread():
+                    thread.join()
 
 
-@atexit.register
-def _shutdown_at_exit():
-    for pool in list(_LIVE):
-        pool.shutdown(wait=True)
+_OPEN = _Closing()
+atexit.register(_OPEN.stop_all)
+
+
+def _close(native_pool, collector):
+    """Close `native_pool` once its calls have ended, then let its collector finish."""
+    native_pool.shutdown(True)
+    if collector is not None and collector is not threading.current_thread():
+        collector.join()
+    _OPEN.discard(native_pool)
 
 
 class PopenPoolExecutor:
@@ -353,11 +388,13 @@ class PopenPoolExecutor:
         self._next = 0
         self._collector = None
         self._shutdown = False
-        _LIVE.add(self)
+        _OPEN.add(self._native)
 
     def __del__(self):
+        # Never blocks (a pool collected while its owner waits would deadlock, apache/tvm#18157):
+        # calls already submitted finish in the background, then the workers are reaped.
         if not getattr(self, "_shutdown", True):
-            self.shutdown(wait=True)
+            self.shutdown(wait=False)
 
     def __enter__(self):
         return self
@@ -383,6 +420,7 @@ class PopenPoolExecutor:
                     daemon=True,
                 )
                 self._collector.start()
+                _OPEN.add(self._native, self._collector)
         return first
 
     def submit(self, fn, *args, **kwargs) -> concurrent.futures.Future:
@@ -418,12 +456,15 @@ class PopenPoolExecutor:
         with self._lock:
             already = self._shutdown
             self._shutdown = True
-        _LIVE.discard(self)
-        if not wait:
-            if not already:
-                threading.Thread(target=self._native.shutdown, args=(True,), daemon=True).start()
-            return
-        self._native.shutdown(True)
-        collector = self._collector
-        if collector is not None and collector is not threading.current_thread():
-            collector.join()
+            collector = self._collector
+        if wait:
+            _close(self._native, collector)
+        elif _OPEN.stopped or sys.is_finalizing():  # exiting: no thread can start now
+            self._native.shutdown(False)
+        elif not already:
+            closer = threading.Thread(
+                target=_close, args=(self._native, collector), name="kiln-popen-pool-close"
+            )
+            closer.daemon = True
+            _OPEN.add(self._native, closer)
+            closer.start()
