@@ -129,14 +129,19 @@ class ProtocolError : public Error {
 // A pool task threw: carries the exception's type name and message from the worker.
 class TaskError : public Error {
  public:
-  TaskError(std::string type_name, std::string message);
+  // A task may throw one itself, to choose the type name its caller sees and to attach details
+  // (bytes: a Python worker's pickled exception).
+  TaskError(std::string type_name, std::string message, std::string details = {});
   const std::string& type_name() const noexcept { return type_name_; }
   // The task's own message, without the type name.
   const std::string& message() const noexcept { return message_; }
+  // What the task attached; empty when nothing.
+  const std::string& details() const noexcept { return details_; }
 
  private:
   std::string type_name_;
   std::string message_;
+  std::string details_;
 };
 
 // A call into a library kiln loads at run time (NVRTC, nvJitLink) returned an error code. The

@@ -4,7 +4,9 @@
 // Tasks are functions registered by name; their arguments and results are plain data
 // (kiln::Value, i.e. nlohmann::json, with binary byte strings). A worker is a re-executed copy
 // of the host program: every program that uses the pool calls kiln::pool::serve_if_worker()
-// first thing in main(), where a worker stops and serves.
+// first thing in main(), where a worker stops and serves. A host that cannot re-execute itself
+// (a Python interpreter) names another worker program instead (WorkerOptions::command), which
+// registers its tasks and calls kiln::pool::serve_worker().
 //
 //   KILN_TASK(square, [](const kiln::Value& x) -> kiln::Value { return x.get<int>() * x.get<int>();
 //   });
@@ -58,6 +60,18 @@ bool register_task(const std::string& name, TaskFn fn);
 // registered services, runs it and exits; otherwise returns at once.
 void serve_if_worker(int argc, char** argv);
 
+// The worker side of WorkerOptions::command: when the last two of `args` (the program's
+// arguments) are the two the pool appends, serves the registered tasks until the parent closes
+// its end and returns the status the program should exit with (the caller exits; nothing here
+// calls exit()); otherwise returns std::nullopt at once. Like a re-executed worker it dies with
+// its parent (PR_SET_PDEATHSIG, and a watch on the request pipe).
+std::optional<int> serve_worker(const std::vector<std::string>& args);
+
+// Called by a task in a worker: its preparation (a Python worker unpickling the function it is
+// to run, which may import modules) is over, and its deadline counts from now. Matters only to
+// pools with WorkerOptions::preparation_timeout; elsewhere, and outside a worker, does nothing.
+void task_begins() noexcept;
+
 // A long-lived service this program can be re-executed as (kiln's NVRTC compile server): `fn`
 // gets the arguments after the service's name and must not return. Returns true, so that it can
 // initialize a static.
@@ -83,9 +97,24 @@ struct WorkerOptions {
   Output output = Output::inherit;
   // With Output::file: appended to (created if missing).
   std::filesystem::path output_file{};
+  // Descriptors of the caller's to connect the worker's stdout / stderr to, overriding `output`
+  // for that stream (duplicated at every start: keep them open while the worker may start).
+  std::optional<int> stdout_fd{};
+  std::optional<int> stderr_fd{};
   // Changes to the worker's environment (std::nullopt unsets), e.g. TMPDIR for a library that
   // keeps files there.
   std::map<std::string, std::optional<std::string>> env{};
+  // The worker program, when it is not this one re-executed: an argument vector (argv[0] a path,
+  // or a name looked up on PATH) to which the pool appends two arguments for serve_worker(),
+  // e.g. {"/usr/bin/python3", "-m", "my_worker"}. Empty: this program, which must call
+  // serve_if_worker() first thing in main().
+  std::vector<std::string> command{};
+  // Set when the worker's tasks prepare before they start and report the end of it with
+  // task_begins() (a Python worker unpickles its function, which may import modules): a call's
+  // timeout then counts from that report, as tvm.support.popen_pool's does, and the preparation
+  // itself may take this long. A task that never reports is held to this limit alone.
+  // std::nullopt: timeouts count from when the worker takes the call.
+  std::optional<std::chrono::milliseconds> preparation_timeout{};
 };
 
 // One worker process, started lazily (the seed's PopenWorker). Not thread-safe: one caller at a
@@ -166,6 +195,18 @@ class Executor {
   // deferred one: get() and wait() block until the task ends, wait_for() reports
   // std::future_status::deferred. After shutdown(), submit() throws kiln::InvalidState.
   std::future<Value> submit(std::string task, Value args);
+
+  // How a call ended: calling it returns the result or throws what Worker::call would. Call it
+  // once, from any thread.
+  using Result = std::function<Value()>;
+  // Told of each call's end: its index in the submission, and its Result. Runs on the pool's
+  // dispatcher thread (or in shutdown()): it must return quickly, must not throw and must not
+  // call this Executor.
+  using Ended = std::function<void(std::size_t index, Result result)>;
+  // Queues one call per item of `items`, under one lock, and returns at once; `ended` hears of
+  // each as it ends, in any order (shutdown(false) ends the rest with kiln::Cancelled). Throws
+  // kiln::InvalidState after shutdown().
+  void submit_each(const std::string& task, std::vector<Value> items, Ended ended);
   // Runs `task` on every item; results in input order, errors caught as statuses.
   std::vector<MapResult> map_with_error_catching(const std::string& task,
                                                  const std::vector<Value>& items);

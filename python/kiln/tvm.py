@@ -3,18 +3,23 @@
 install() points ``tvm.support.<module>.<name>`` at kiln.support's function of the same name (for
 every function and class kiln.support.<module> defines that TVM's module has too), and registers
 kiln's functions as TVM's global callbacks (tvm_callback_cuda_compile, ...), with override. TVM's
-C++ side and every ``tvm.support.cc.create_shared(...)``-style call then run kiln; code that
-copied a function out of tvm.support before install() keeps TVM's. Importing this module does not
-import TVM; install() does (ImportError when TVM is not installed).
+C++ side and every ``tvm.support.cc.create_shared(...)``-style call then run kiln. TVM's own
+modules that copied a name out of tvm.support before install() (``from tvm.support.popen_pool
+import PopenPoolExecutor`` in MetaSchedule's builders and runners, the RPC server) get kiln's too;
+code outside TVM that did so keeps TVM's. Importing this module does not import TVM; install()
+does (ImportError when TVM is not installed).
 """
 
 import importlib
+import sys
 import threading
 
 __all__ = ["install", "installed", "original", "uninstall"]
 
 # tvm.support modules whose functions kiln replaces.
-MODULES = ("cc", "clang", "emcc", "libinfo", "ndk", "nvcc", "rocm", "tar", "utils", "xcode")
+MODULES = (
+    "cc", "clang", "emcc", "libinfo", "ndk", "nvcc", "popen_pool", "rocm", "tar", "utils", "xcode",
+)
 
 # TVM's global functions -> (kiln.support module, function).
 GLOBALS = {
@@ -35,6 +40,8 @@ _lock = threading.Lock()
 _attributes = {}
 # global name -> TVM's function (None: there was none), while installed.
 _globals = {}
+# (loaded tvm.* module name, name) -> TVM's object, for modules that had copied it, while installed.
+_copies = {}
 
 
 def _tvm_module(module):
@@ -45,6 +52,19 @@ def _tvm_module(module):
 def installed():
     """Whether install() is in effect."""
     return bool(_attributes or _globals)
+
+
+def _replace_copies(replaced):
+    """In every loaded tvm.* module, point names bound to a replaced TVM object at kiln's."""
+    by_id = {id(tvm_object): kiln_object for tvm_object, kiln_object in replaced}
+    for module_name, module in list(sys.modules.items()):
+        if not module_name.startswith("tvm.") or module_name.startswith("tvm.support."):
+            continue
+        for name, value in list(getattr(module, "__dict__", {}).items()):
+            kiln_object = by_id.get(id(value))
+            if kiln_object is not None:
+                _copies[(module_name, name)] = value
+                setattr(module, name, kiln_object)
 
 
 def original(module, name):
@@ -79,12 +99,15 @@ def install():
     with _lock:
         if installed():
             return
+        replaced = []
         for module in MODULES:
             tvm_module = _tvm_module(module)
             for name, value in _replacements(module):
                 if hasattr(tvm_module, name):
                     _attributes[(module, name)] = getattr(tvm_module, name)
+                    replaced.append((_attributes[(module, name)], value))
                     setattr(tvm_module, name, value)
+        _replace_copies(replaced)
         from . import support  # pylint: disable=import-outside-toplevel
 
         _attributes[("", "describe")] = _tvm_module("").describe
@@ -106,6 +129,10 @@ def uninstall():
 
         for (module, name), value in _attributes.items():
             setattr(_tvm_module(module), name, value)
+        for (module_name, name), value in _copies.items():
+            module = sys.modules.get(module_name)
+            if module is not None:
+                setattr(module, name, value)
         for global_name, function in _globals.items():
             if function is None:
                 tvm_ffi.remove_global_func(global_name)
@@ -113,3 +140,4 @@ def uninstall():
                 tvm_ffi.register_global_func(global_name, function, override=True)
         _attributes.clear()
         _globals.clear()
+        _copies.clear()

@@ -35,5 +35,8 @@ void bind_emcc(pybind11::module_& m);
 void bind_clang(pybind11::module_& m);
 // kiln::cuda: CUDA compiles (nvcc, NVRTC), the toolkit's parts, compute capabilities.
 void bind_cuda(pybind11::module_& m);
+// kiln::pool: workers and executors running pickled Python calls (kiln.support.popen_pool), the
+// worker program's serve loop, kill_child_processes.
+void bind_pool(pybind11::module_& m);
 
 }  // namespace kiln::python

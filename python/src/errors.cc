@@ -1,7 +1,8 @@
 // kiln's exceptions as the Python exceptions tvm.support raises for the same failures: a tool that
 // failed is RuntimeError with the seed's message ("Compilation error:\n..."), a missing file or
 // tool FileNotFoundError, a bad argument ValueError, a failed system call the OSError subclass of
-// its errno (FileExistsError, PermissionError, ...), a deadline TimeoutError.
+// its errno (FileExistsError, PermissionError, ...), a deadline TimeoutError, a pool worker that
+// died ChildProcessError.
 #include <Python.h>
 
 #include <cerrno>
@@ -37,6 +38,8 @@ void translate(std::exception_ptr error) {
     PyErr_SetString(PyExc_ValueError, e.what());
   } catch (const kiln::TimeoutError& e) {
     PyErr_SetString(PyExc_TimeoutError, e.what());
+  } catch (const kiln::ChildProcessError& e) {
+    PyErr_SetString(PyExc_ChildProcessError, e.what());
   } catch (const Error& e) {
     PyErr_SetString(PyExc_RuntimeError, e.what());
   }

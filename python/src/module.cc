@@ -12,4 +12,5 @@ PYBIND11_MODULE(_kiln, m) {
   kiln::python::bind_emcc(m);
   kiln::python::bind_clang(m);
   kiln::python::bind_cuda(m);
+  kiln::python::bind_pool(m);
 }

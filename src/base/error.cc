@@ -45,10 +45,11 @@ ToolFailed::ToolFailed(std::string label, std::string output, std::string comman
       ending_(ending),
       status_(status_line(ending, std::move(status))) {}
 
-TaskError::TaskError(std::string type_name, std::string message)
+TaskError::TaskError(std::string type_name, std::string message, std::string details)
     : Error(fmt::format("{}: {}", type_name, message)),
       type_name_(std::move(type_name)),
-      message_(std::move(message)) {}
+      message_(std::move(message)),
+      details_(std::move(details)) {}
 
 LibraryCallFailed::LibraryCallFailed(std::string call, int result, const std::string& message)
     : Error(message), call_(std::move(call)), result_(result) {}

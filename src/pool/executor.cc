@@ -39,13 +39,16 @@ std::size_t depth_for(std::optional<Clock::duration> typical) {
 }
 
 // The outcomes of one submission (one submit(), or one map_with_error_catching() call): the
-// caller waits once for all of them, instead of once per job.
+// caller waits once for all of them, instead of once per job. A submit_each() batch hands each
+// outcome to its callback instead.
 struct Batch {
   explicit Batch(std::size_t size) : outcomes(size), remaining(size) {}
+  explicit Batch(Executor::Ended callback) : remaining(0), ended(std::move(callback)) {}
   std::mutex mutex;
   std::condition_variable done;
   std::vector<Outcome> outcomes;
   std::size_t remaining;
+  Executor::Ended ended;
 
   void wait() {
     std::unique_lock lock(mutex);
@@ -62,6 +65,12 @@ struct Job {
 
 void settle(Job& job, Outcome outcome) {
   Batch& batch = *job.batch;
+  if (batch.ended) {
+    batch.ended(job.index, [outcome = std::move(outcome)]() mutable {
+      return internal::unwrap(std::move(outcome));
+    });
+    return;
+  }
   std::lock_guard lock(batch.mutex);
   batch.outcomes[job.index] = std::move(outcome);
   if (--batch.remaining == 0) batch.done.notify_all();
@@ -78,7 +87,7 @@ Outcome outcome_of_current() {
   } catch (const ProtocolError& e) {
     return Outcome::error(Outcome::Kind::protocol, e.what());
   } catch (const TaskError& e) {
-    return {Outcome::Kind::task, nullptr, e.type_name(), e.message()};
+    return {Outcome::Kind::task, nullptr, e.type_name(), e.message(), 0, e.details()};
   } catch (const Cancelled& e) {
     return Outcome::error(Outcome::Kind::cancelled, e.what());
   } catch (const InvalidArgument& e) {
@@ -298,6 +307,16 @@ std::future<Value> Executor::submit(std::string task, Value args) {
     batch->wait();
     return internal::unwrap(std::move(batch->outcomes[0]));
   });
+}
+
+void Executor::submit_each(const std::string& task, std::vector<Value> items, Ended ended) {
+  auto batch = std::make_shared<Batch>(std::move(ended));
+  std::vector<Job> jobs;
+  jobs.reserve(items.size());
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    jobs.push_back({task, std::move(items[i]), batch, i});
+  }
+  state_->enqueue(std::move(jobs));
 }
 
 std::vector<MapResult> Executor::map_with_error_catching(const std::string& task,

@@ -86,12 +86,16 @@ void Outbox::append_answer(const nlohmann::json& value, bool by_reference,
   });
 }
 
-void Outbox::append_error(std::string_view type, std::string_view message) {
+void Outbox::append_error(std::string_view type, std::string_view message,
+                          std::string_view details) {
   append_framed(kMaxFrameBytes, false, [&] {
-    cbor::append_array_head(bytes_, 3);
+    cbor::append_array_head(bytes_, details.empty() ? 3 : 4);
     cbor::append(bytes_, nlohmann::json(false));
     cbor::append_text(bytes_, type);
     cbor::append_text(bytes_, message);
+    if (!details.empty()) {
+      cbor::append(bytes_, nlohmann::json::binary({details.begin(), details.end()}));
+    }
   });
 }
 

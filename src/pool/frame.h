@@ -38,7 +38,9 @@ class Outbox {
                    std::uint32_t max_bytes = kMaxFrameBytes);
   void append_answer(const nlohmann::json& value, bool by_reference,
                      std::uint32_t max_bytes = kMaxFrameBytes);
-  void append_error(std::string_view type, std::string_view message);
+  // `details`: kiln::TaskError's bytes, sent when not empty. Throws InvalidArgument when the
+  // frame would exceed the limit.
+  void append_error(std::string_view type, std::string_view message, std::string_view details = {});
 
   bool empty() const noexcept { return sent_ == bytes_.size() + referenced_; }
   // One writev(2) of what is unsent. Returns its result: bytes written, or -1 with errno set

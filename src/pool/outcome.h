@@ -27,6 +27,7 @@ struct Outcome {
   std::string type{};     // task: the task's exception type; system: the failed operation
   std::string message{};  // everything but value
   int error_number = 0;   // system
+  std::string details{};  // task: what the task attached (kiln::TaskError::details)
 
   static Outcome of_value(Value v) { return {Kind::value, std::move(v), {}, {}}; }
   static Outcome error(Kind kind, std::string message) {
@@ -46,7 +47,7 @@ inline Value unwrap(Outcome outcome) {
     case Outcome::Kind::protocol:
       throw ProtocolError(outcome.message);
     case Outcome::Kind::task:
-      throw TaskError(outcome.type, outcome.message);
+      throw TaskError(outcome.type, outcome.message, std::move(outcome.details));
     case Outcome::Kind::cancelled:
       throw Cancelled(outcome.message);
     case Outcome::Kind::invalid_argument:

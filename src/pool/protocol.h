@@ -3,7 +3,8 @@
 // The parent writes requests on the worker's fd 3 and reads answers on its fd 4, one frame
 // (pool/frame.h) each, CBOR arrays:
 //   request: [task name, args]            (an initializer is a request like any other)
-//   answer:  [true, result]  or  [false, exception type name, message]
+//   answer:  [true, result]  or  [false, exception type name, message]  or
+//            [false, exception type name, message, details (a byte string: kiln::TaskError's)]
 // A worker's first frame, before any request, is [true, "ready"]. The parent may send several
 // requests before the first answer arrives; the worker answers them in order, each as soon as
 // it is done.
@@ -11,11 +12,14 @@
 
 namespace kiln::internal {
 
-// argv[1] of a re-executed worker; argv[2] is the parent's pid.
+// argv[1] of a re-executed worker; argv[2] is the parent's pid. A worker started from a command
+// (WorkerOptions::command) gets both as its last two arguments.
 inline constexpr const char* kWorkerFlag = "--kiln-pool-worker";
 // argv[1] of a program re-executed as a service (pool.h, service_command).
 inline constexpr const char* kServiceFlag = "--kiln-service";
 inline constexpr int kRequestFd = 3;
 inline constexpr int kResponseFd = 4;
+// Where the parent hands down the worker's BeginBoard (pool/begin_board.h).
+inline constexpr int kBoardFd = 5;
 
 }  // namespace kiln::internal

@@ -18,6 +18,7 @@
 
 #include <fmt/format.h>
 
+#include "begin_board.h"
 #include "frame.h"
 #include "internal/fd.h"
 #include "kiln/error.h"
@@ -84,6 +85,12 @@ bool answer(Value request, internal::Outbox& out) {
   try {
     result = fn(std::move(request[1]));
     out.append_answer(result, true);  // written below, while `result` lives
+  } catch (const TaskError& e) {
+    try {
+      out.append_error(e.type_name(), e.message(), e.details());
+    } catch (const InvalidArgument&) {  // details past the frame limit: the rest still goes
+      out.append_error(e.type_name(), e.message());
+    }
   } catch (const std::exception& e) {
     out.append_error(type_name_of(e), e.what());
   } catch (...) {
@@ -124,20 +131,49 @@ void release_when_idle(internal::FrameDecoder& decoder, internal::Outbox& out) {
   (void)::malloc_trim(0);
 }
 
+// The worker's board (task_begins), and the number of the request being served (from 1).
+internal::BeginBoard board;
+std::atomic<std::uint64_t> current_request{0};
+
 int serve() {
-  keep_freed_memory_while_busy();
   internal::FrameDecoder decoder;
   internal::Outbox out;
+  std::uint64_t requests = 0;
   for (;;) {
     // Each answer goes out as soon as its task is done, even when more requests are buffered:
     // the parent's deadline for the next call starts when it reads this answer.
     while (std::optional<Value> request = decoder.next()) {
+      current_request.store(++requests, std::memory_order_relaxed);
       if (!answer(std::move(*request), out)) return 1;
     }
     release_when_idle(decoder, out);
     ssize_t n = decoder.read_from(internal::kRequestFd);
     if (n == 0) return 0;  // the parent closed the pipe: done
     if (n < 0) return 1;
+  }
+}
+
+// The life of a worker whose parent is process `parent_pid`: returns its exit status.
+// `own_heap`: the program is a worker and nothing else (a re-executed C++ program), so its
+// malloc may be tuned for the pool's buffers; a Python worker's heap is Python's.
+int serve_as_worker(const char* parent_pid, bool own_heap) {
+  pid_t parent = static_cast<pid_t>(std::atol(parent_pid));
+  (void)::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (::getppid() != parent) return 1;  // the parent died before the line above took effect
+  // Whatever a task starts must not inherit the protocol's descriptors.
+  (void)::fcntl(internal::kRequestFd, F_SETFD, FD_CLOEXEC);
+  (void)::fcntl(internal::kResponseFd, F_SETFD, FD_CLOEXEC);
+  board = internal::BeginBoard::adopt(internal::kBoardFd);
+  // Tell the parent this program really is a worker, loaded and ready: its deadlines start now.
+  internal::Outbox ready;
+  ready.append_answer("ready", false);
+  if (!write_all(internal::kResponseFd, ready)) return 1;
+  watch_for_hangup();  // after "ready": starting a thread need not delay it
+  if (own_heap) keep_freed_memory_while_busy();
+  try {
+    return serve();
+  } catch (const std::exception&) {
+    return 1;  // a garbage request: the parent sees the worker exit
   }
 }
 
@@ -187,24 +223,14 @@ void serve_if_worker(int argc, char** argv) {
     std::_Exit(1);  // services do not return
   }
   if (argc < 3 || std::strcmp(argv[1], internal::kWorkerFlag) != 0) return;
-  pid_t parent = static_cast<pid_t>(std::atol(argv[2]));
-  (void)::prctl(PR_SET_PDEATHSIG, SIGKILL);
-  if (::getppid() != parent) std::_Exit(1);  // the parent died before the line above took effect
-  // Whatever a task starts must not inherit the protocol's descriptors.
-  (void)::fcntl(internal::kRequestFd, F_SETFD, FD_CLOEXEC);
-  (void)::fcntl(internal::kResponseFd, F_SETFD, FD_CLOEXEC);
-  // Tell the parent this program really is a worker, loaded and ready: its deadlines start now.
-  internal::Outbox ready;
-  ready.append_answer("ready", false);
-  if (!write_all(internal::kResponseFd, ready)) std::_Exit(1);
-  watch_for_hangup();  // after "ready": starting a thread need not delay it
-  int status = 1;
-  try {
-    status = serve();
-  } catch (const std::exception&) {
-    status = 1;  // a garbage request: the parent sees the worker exit
-  }
-  std::exit(status);
+  std::exit(serve_as_worker(argv[2], true));
 }
+
+std::optional<int> serve_worker(const std::vector<std::string>& args) {
+  if (args.size() < 2 || args[args.size() - 2] != internal::kWorkerFlag) return std::nullopt;
+  return serve_as_worker(args.back().c_str(), false);
+}
+
+void task_begins() noexcept { board.post(current_request.load(std::memory_order_relaxed)); }
 
 }  // namespace kiln::pool

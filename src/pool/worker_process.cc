@@ -68,6 +68,17 @@ constexpr const char* kStartHint =
 // An idle worker's outbox keeps at most this much memory.
 constexpr std::size_t kKeptCapacity = std::size_t{256} * 1024;
 
+// The outcome of a well-formed error answer, [false, type, message (, details)].
+Outcome task_error(Value& answer) {
+  Outcome error{Outcome::Kind::task, nullptr, std::move(answer[1].get_ref<std::string&>()),
+                std::move(answer[2].get_ref<std::string&>())};
+  if (answer.size() == 4) {
+    const auto& bytes = answer[3].get_binary();
+    error.details.assign(bytes.begin(), bytes.end());
+  }
+  return error;
+}
+
 std::string describe_death(int wait_status) {
   if (WIFSIGNALED(wait_status)) return "killed by signal " + signal_name(WTERMSIG(wait_status));
   if (WIFEXITED(wait_status)) return fmt::format("exited with code {}", WEXITSTATUS(wait_status));
@@ -84,26 +95,43 @@ UniqueFd open_output(const pool::WorkerOptions& options) {
   return fd;
 }
 
+// The program and arguments of a worker: this program re-executed, or options.command with the
+// two arguments serve_worker() looks for.
+void set_program(const pool::WorkerOptions& options, SpawnSpec& spec) {
+  std::string parent = std::to_string(::getpid());
+  if (options.command.empty()) {
+    spec.executable = std::filesystem::read_symlink("/proc/self/exe");
+    spec.argv = {spec.executable.string(), kWorkerFlag, parent};
+    return;
+  }
+  spec.executable = resolve_executable(options.command[0], path_of(spec.environment), {});
+  spec.argv = options.command;
+  spec.argv.insert(spec.argv.end(), {kWorkerFlag, parent});
+}
+
 }  // namespace
 
 void WorkerProcess::start() {
   Pipe to_worker = make_pipe();
   Pipe from_worker = make_pipe();
   UniqueFd output = open_output(options_);
+  BeginBoard board = BeginBoard::create();
   SpawnSpec spec;
-  spec.executable = std::filesystem::read_symlink("/proc/self/exe");
-  spec.argv = {spec.executable.string(), kWorkerFlag, std::to_string(::getpid())};
   spec.environment = make_environment(options_.env, false);
+  set_program(options_, spec);
   spec.fds = {{to_worker.read.get(), kRequestFd}, {from_worker.write.get(), kResponseFd}};
-  spec.fds.emplace_back(output ? output.get() : 1, 1);
-  spec.fds.emplace_back(output ? output.get() : 2, 2);
+  spec.fds.emplace_back(board.fd(), kBoardFd);
+  spec.fds.emplace_back(options_.stdout_fd.value_or(output ? output.get() : 1), 1);
+  spec.fds.emplace_back(options_.stderr_fd.value_or(output ? output.get() : 2), 2);
   child_ = Spawner::spawn(spec);
   requests_ = std::move(to_worker.write);
   responses_ = std::move(from_worker.read);
   set_nonblocking(requests_.get());
   set_nonblocking(responses_.get());
+  board_ = std::move(board);
   decoder_ = FrameDecoder();
   uses_ = 0;
+  requests_sent_ = 0;
   // The worker's "ready" is awaited like an answer: loading a large program can take longer than
   // a task's deadline, and a program that never calls serve_if_worker() must be a clear error.
   awaited_.push_back({Awaited::Kind::ready, {}, {}});
@@ -115,13 +143,15 @@ void WorkerProcess::start() {
       stop();
       throw;
     }
-    awaited_.push_back({Awaited::Kind::init, options_.initializer, {}});
+    awaited_.push_back({Awaited::Kind::init, options_.initializer, {}, ++requests_sent_});
   }
 }
 
 void WorkerProcess::stop() noexcept {
   if (child_) child_->terminate_group(std::chrono::milliseconds(0));
   child_.reset();
+  board_ = BeginBoard();
+  preparation_deadline_.reset();
   requests_.reset();
   responses_.reset();
   outbox_.clear();
@@ -144,7 +174,7 @@ void WorkerProcess::send(std::string_view task, const Value& args,
     if (!child_) start();
   }
   outbox_.append_call(task, args, args_outlive_write);
-  awaited_.push_back({Awaited::Kind::call, std::string(task), timeout});
+  awaited_.push_back({Awaited::Kind::call, std::string(task), timeout, ++requests_sent_});
   ++calls_;
   ++uses_;
   if (awaited_.size() == 1) begin_oldest(Clock::now());
@@ -164,11 +194,36 @@ void WorkerProcess::flush() {
 void WorkerProcess::begin_oldest(Clock::time_point now) {
   oldest_began_ = now;
   deadline_.reset();
+  preparation_deadline_.reset();
   if (awaited_.empty()) return;
   const Awaited& oldest = awaited_.front();
   if (oldest.kind == Awaited::Kind::ready) deadline_ = now + kStartTimeout;
-  if (oldest.kind == Awaited::Kind::call && oldest.timeout)
-    deadline_ = deadline_after<Clock>(now, *oldest.timeout);
+  if (oldest.kind != Awaited::Kind::call) return;
+  if (oldest.timeout) deadline_ = deadline_after<Clock>(now, *oldest.timeout);
+  if (options_.preparation_timeout) {
+    // The first check comes at the timeout (or the preparation's end, if sooner); each check
+    // while the task prepares sets the next one a timeout later, so that the deadline is found
+    // exactly once the task reports its beginning (see postpone_while_preparing).
+    preparation_deadline_ = deadline_after<Clock>(now, *options_.preparation_timeout);
+    if (preparation_deadline_ && (!deadline_ || *preparation_deadline_ < *deadline_)) {
+      deadline_ = preparation_deadline_;
+    }
+  }
+}
+
+bool WorkerProcess::postpone_while_preparing(Clock::time_point now) {
+  if (!options_.preparation_timeout || awaited_.empty()) return false;
+  const Awaited& oldest = awaited_.front();
+  if (oldest.kind != Awaited::Kind::call || !preparation_deadline_) return false;
+  if (std::optional<Clock::time_point> began = board_.began(oldest.request)) {
+    preparation_deadline_.reset();  // the task proper runs: its own timeout alone applies
+    deadline_ = oldest.timeout ? deadline_after<Clock>(*began, *oldest.timeout) : std::nullopt;
+  } else if (now < *preparation_deadline_) {
+    std::optional<Clock::time_point> next;
+    if (oldest.timeout) next = deadline_after<Clock>(now, *oldest.timeout);
+    deadline_ = next && *next < *preparation_deadline_ ? next : preparation_deadline_;
+  }
+  return !deadline_ || *deadline_ > now;
 }
 
 std::string WorkerProcess::doing() const {
@@ -207,7 +262,8 @@ bool WorkerProcess::on_answer(Value answer, const Ended& ended, std::size_t* dro
   bool well_formed = answer.is_array() && answer.size() >= 2 && answer[0].is_boolean();
   bool ok = well_formed && answer[0].get<bool>();
   if (well_formed && !ok) {
-    well_formed = answer.size() == 3 && answer[1].is_string() && answer[2].is_string();
+    well_formed = (answer.size() == 3 || (answer.size() == 4 && answer[3].is_binary())) &&
+                  answer[1].is_string() && answer[2].is_string();
   }
   if (!well_formed || awaited_.empty()) {
     *dropped =
@@ -220,8 +276,7 @@ bool WorkerProcess::on_answer(Value answer, const Ended& ended, std::size_t* dro
   Awaited::Kind kind = awaited_.front().kind;
   auto now = Clock::now();
   if (kind == Awaited::Kind::init && !ok) {  // the first call gets the initializer's error
-    Outcome error{Outcome::Kind::task, nullptr, answer[1].get<std::string>(),
-                  answer[2].get<std::string>()};
+    Outcome error = task_error(answer);
     std::size_t calls = calls_;
     stop();
     if (calls > 0) ended(std::move(error));
@@ -236,12 +291,7 @@ bool WorkerProcess::on_answer(Value answer, const Ended& ended, std::size_t* dro
   begin_oldest(now);
   if (kind != Awaited::Kind::call) return true;
   if (--calls_ == 0 && decoder_.capacity() > kKeptCapacity) decoder_.release();
-  if (ok) {
-    ended(Outcome::of_value(std::move(answer[1])));
-  } else {
-    ended({Outcome::Kind::task, nullptr, std::move(answer[1].get_ref<std::string&>()),
-           std::move(answer[2].get_ref<std::string&>())});
-  }
+  ended(ok ? Outcome::of_value(std::move(answer[1])) : task_error(answer));
   return true;
 }
 
@@ -267,11 +317,20 @@ std::size_t WorkerProcess::read_available(const Ended& ended) {
 
 std::size_t WorkerProcess::expire_if_overdue(Clock::time_point now, const Ended& ended) {
   if (!deadline_ || *deadline_ > now) return 0;
-  std::string message =
-      awaited_.front().kind == Awaited::Kind::call
-          ? fmt::format("task '{}' timed out; its worker was killed", awaited_.front().task)
-          : fmt::format("worker {} was not ready within {} s and was killed: {}", pid(),
-                        kStartTimeout.count(), kStartHint);
+  bool preparing = preparation_deadline_.has_value();
+  if (postpone_while_preparing(now)) return 0;
+  const Awaited& oldest = awaited_.front();
+  std::string message;
+  if (oldest.kind != Awaited::Kind::call) {
+    message = fmt::format("worker {} was not ready within {} s and was killed: {}", pid(),
+                          kStartTimeout.count(), kStartHint);
+  } else if (preparing && preparation_deadline_) {
+    message = fmt::format(
+        "task '{}' did not begin within its preparation limit of {} ms; its worker was killed",
+        oldest.task, options_.preparation_timeout->count());
+  } else {
+    message = fmt::format("task '{}' timed out; its worker was killed", oldest.task);
+  }
   return fail(Outcome::Kind::timeout, std::move(message), ended);
 }
 

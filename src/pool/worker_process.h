@@ -11,6 +11,7 @@
 #include <string>
 #include <string_view>
 
+#include "begin_board.h"
 #include "frame.h"
 #include "internal/fd.h"
 #include "internal/spawn.h"
@@ -76,10 +77,15 @@ class WorkerProcess {
     enum class Kind { ready, init, call } kind;
     std::string task;
     std::optional<std::chrono::milliseconds> timeout;
+    std::uint64_t request = 0;  // its number among the requests since the start (from 1)
   };
 
   void start();
   void begin_oldest(Clock::time_point now);
+  // With a preparation_timeout, at the oldest call's deadline: moves the deadline to where the
+  // call's own timeout ends, counted from when its task began (the board), or to the next check
+  // while it prepares. Returns true when the deadline moved past `now`.
+  bool postpone_while_preparing(Clock::time_point now);
   // Handles one answer; returns false when it ended the process (then *dropped is set).
   bool on_answer(Value answer, const Ended& ended, std::size_t* dropped);
   // Stops the process and gives the oldest call `outcome`. Returns the number of calls dropped.
@@ -97,8 +103,12 @@ class WorkerProcess {
   std::deque<Awaited> awaited_;
   std::size_t calls_ = 0;
   int uses_ = 0;
+  std::uint64_t requests_sent_ = 0;  // since the start
+  BeginBoard board_;
   std::optional<Clock::time_point> deadline_;
   Clock::time_point oldest_began_{};
+  // With a preparation_timeout: the end of the oldest call's preparation, until its task began.
+  std::optional<Clock::time_point> preparation_deadline_;
   std::optional<Clock::duration> typical_call_time_;
 };
 

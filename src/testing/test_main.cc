@@ -3,12 +3,15 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 
 #include "kiln/pool.h"
 #include "testing/test_support.h"
 
 int main(int argc, char** argv) {
   kiln::pool::serve_if_worker(argc, argv);  // a re-executed pool worker stops here
+  // A worker started from a command (pool::WorkerOptions::command) with arguments of its own.
+  if (std::optional<int> status = kiln::pool::serve_worker({argv, argv + argc})) return *status;
   if (argc >= 3 && std::strcmp(argv[1], kiln::testing::kChildFlag) == 0) {
     return kiln::testing::run_child_mode(argc, argv);
   }

@@ -6,7 +6,9 @@ that importing kiln.support stays cheap.
 
 import importlib
 
-_MODULES = ("cc", "clang", "emcc", "libinfo", "ndk", "nvcc", "rocm", "tar", "utils", "xcode")
+_MODULES = (
+    "cc", "clang", "emcc", "libinfo", "ndk", "nvcc", "popen_pool", "rocm", "tar", "utils", "xcode",
+)
 
 __all__ = ["describe", *_MODULES]
 

@@ -64,7 +64,30 @@ void check_spawn_call(int rc, const char* what) {
   if (rc != 0) throw SystemError(what, rc);
 }
 
-void configure(SpawnAttributes& sa, const SpawnSpec& spec) {
+// The child's dup2s run in order, so a source descriptor that an earlier pair's target
+// overwrites (a caller's file at fd 4 meant for stdout, in a spec that maps a pipe onto 4 first)
+// would hand the child the wrong file. Such sources are duplicated, in the parent, above every
+// target first; `moved` keeps the duplicates open until the child is spawned.
+std::vector<std::pair<int, int>> untangled_fds(const SpawnSpec& spec,
+                                               std::vector<UniqueFd>& moved) {
+  int highest = 2;
+  for (auto [parent_fd, child_fd] : spec.fds) highest = std::max(highest, child_fd);
+  std::vector<std::pair<int, int>> fds = spec.fds;
+  for (std::size_t i = 0; i < fds.size(); ++i) {
+    int source = fds[i].first;
+    bool overwritten = false;
+    for (std::size_t j = 0; j < i; ++j) overwritten = overwritten || fds[j].second == source;
+    if (!overwritten) continue;
+    UniqueFd copy(::fcntl(source, F_DUPFD_CLOEXEC, highest + 1));
+    if (!copy) throw SystemError("fcntl F_DUPFD_CLOEXEC", errno);
+    fds[i].first = copy.get();
+    moved.push_back(std::move(copy));
+  }
+  return fds;
+}
+
+void configure(SpawnAttributes& sa, const SpawnSpec& spec,
+               const std::vector<std::pair<int, int>>& fds) {
   short flags = POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK;
   if (spec.new_process_group) flags |= POSIX_SPAWN_SETPGROUP;
   check_spawn_call(posix_spawnattr_setflags(sa.attr(), flags), "posix_spawnattr_setflags");
@@ -80,7 +103,7 @@ void configure(SpawnAttributes& sa, const SpawnSpec& spec) {
   }
 
   bool stdin_mapped = false;
-  for (auto [parent_fd, child_fd] : spec.fds) {
+  for (auto [parent_fd, child_fd] : fds) {
     stdin_mapped = stdin_mapped || child_fd == 0;
     check_spawn_call(posix_spawn_file_actions_adddup2(sa.actions(), parent_fd, child_fd),
                      "posix_spawn_file_actions_adddup2");
@@ -144,7 +167,8 @@ int open_pidfd(pid_t pid) {
 
 Child Child::spawn(const SpawnSpec& spec) {
   SpawnAttributes sa;
-  configure(sa, spec);
+  std::vector<UniqueFd> moved;
+  configure(sa, spec, untangled_fds(spec, moved));
   std::vector<char*> argv = c_strings(spec.argv);
   std::vector<char*> envp = c_strings(spec.environment);
   pid_t pid = -1;

@@ -1,0 +1,407 @@
+"""Processes that run Python calls with timeouts: tvm.support.popen_pool (0.27), run by kiln's pool.
+
+``PopenWorker`` is one worker process; ``PopenPoolExecutor`` a pool of them fed from one queue.
+Both have tvm.support's names, signatures and semantics: functions and arguments travel with
+cloudpickle (lambdas and closures work), an exception raised by the call is raised again in the
+caller with its type and the worker's traceback as its message, a call past its timeout raises
+TimeoutError and one whose worker dies ChildProcessError, and the worker is started afresh for
+the next call. The timeout counts from when the function starts, as tvm.support's does, not
+while the worker unpickles it (which may import modules).
+
+What kiln does underneath: the parent's side is kiln's C++ pool (kiln::pool), which enforces the
+deadlines itself (killing the worker's whole process group), keeps one dispatcher thread for all
+workers, sends quick calls to a worker several at a time, and waits with the GIL released; no
+Python thread runs per call. Workers are ``python -u -m kiln.support.popen_worker``: they import
+kiln's extension and nothing else until a call needs it, die with their parent (even when it is
+SIGKILLed), and write their stdout and stderr unbuffered, so that what a task printed before it
+was killed is not lost.
+"""
+
+import atexit
+import concurrent.futures
+import math
+import os
+import pickle
+import subprocess
+import sys
+import threading
+import weakref
+from collections import namedtuple
+from enum import IntEnum
+
+from .._native import native
+
+__all__ = [
+    "MapResult",
+    "PopenPoolExecutor",
+    "PopenWorker",
+    "StatusKind",
+    "kill_child_processes",
+]
+
+# The worker program: unbuffered, so that output survives a kill.
+_WORKER = ("-u", "-m", "kiln.support.popen_worker")
+# How long a call may take to unpickle its function (importing its modules) before its own
+# timeout starts; tvm.support has no limit, a hung import would hang the caller forever.
+_PREPARATION_MS = 600_000
+
+
+def kill_child_processes(pid):
+    """Kill all child processes recursively for a given pid (not the process itself).
+
+    Parameters
+    ----------
+    pid : int
+        The process whose descendants are killed.
+    """
+    native.kill_child_processes(pid)
+
+
+class StatusKind(IntEnum):
+    """Running and return value status."""
+
+    RUNNING = 0
+    COMPLETE = 1
+    EXCEPTION = 2
+    TIMEOUT = 3
+
+
+class MapResult(namedtuple("MapResult", ["status", "value"])):
+    """Result of map_with_error_catching.
+
+    Parameters
+    ----------
+    status : StatusKind
+        The status of the result.
+
+    value : Any
+        The result value, or the exception (TimeoutError for a timeout).
+    """
+
+    __slots__ = []
+
+
+def _dumps(fn, args, kwargs):
+    import cloudpickle  # pylint: disable=import-outside-toplevel
+
+    call = (fn, tuple(args), dict(kwargs) if kwargs else {})
+    return cloudpickle.dumps(call, protocol=pickle.HIGHEST_PROTOCOL)
+
+
+def _millis(timeout):
+    """A timeout in seconds (None: none) as whole milliseconds, rounded up."""
+    if timeout is None:
+        return None
+    return max(0, math.ceil(float(timeout) * 1000))
+
+
+def _stream_fd(stream, name, stdout_fd, keep):
+    """The descriptor a worker's stdout or stderr goes to, for subprocess-style `stream`."""
+    if stream is None:
+        return None
+    if stream == subprocess.PIPE:
+        raise ValueError(
+            f"{name}=subprocess.PIPE: nobody reads that pipe, and a worker would block once it "
+            "is full; pass DEVNULL, a file, or None"
+        )
+    if stream == subprocess.DEVNULL:
+        devnull = open(os.devnull, "wb")  # pylint: disable=consider-using-with
+        keep.append(devnull)
+        return devnull.fileno()
+    if stream == subprocess.STDOUT:
+        if name != "stderr":
+            raise ValueError("subprocess.STDOUT is only for stderr")
+        return stdout_fd if stdout_fd is not None else 1
+    if isinstance(stream, int):
+        if stream < 0:
+            raise ValueError(f"{name}={stream}: not a file descriptor")
+        return stream
+    if hasattr(stream, "fileno"):
+        return stream.fileno()
+    raise TypeError(f"{name} must be None, a file descriptor, a file object or DEVNULL")
+
+
+class _Setup:
+    """What every (re)start of a worker gets: command, initializer, uses, output."""
+
+    def __init__(self, initializer, initargs, maximum_uses, stdout, stderr, who):
+        if initializer is not None and not callable(initializer):
+            raise TypeError(f"initializer must be callable for {who}")
+        self.keep = []  # files opened here (DEVNULL) stay open as long as the workers may start
+        stdout_fd = _stream_fd(stdout, "stdout", None, self.keep)
+        self.options = {
+            "command": [sys.executable, *_WORKER],
+            "initializer": None if initializer is None else _dumps(initializer, initargs, None),
+            "max_uses": int(maximum_uses or 0),
+            "stdout_fd": stdout_fd,
+            "stderr_fd": _stream_fd(stderr, "stderr", stdout_fd, self.keep),
+            "preparation_ms": _PREPARATION_MS,
+        }
+
+
+def _exception(end):
+    """The exception a call's end (a native tuple, not "ok") stands for."""
+    kind = end[0]
+    if kind == "exception":
+        _, data, type_name, message = end
+        if data:
+            try:
+                return pickle.loads(data)
+            except Exception as error:  # pylint: disable=broad-except
+                return RuntimeError(f"{type_name} (not unpicklable here: {error}): {message}")
+        return RuntimeError(f"{type_name}: {message}")
+    if kind == "timeout":
+        return TimeoutError(end[1])
+    if kind == "died":
+        return ChildProcessError(end[1])
+    if kind == "cancelled":
+        return concurrent.futures.CancelledError(end[1])
+    return RuntimeError(end[1])
+
+
+def _unwrap(end):
+    """The result a call's end carries, or raise what it stands for."""
+    if end[0] == "ok":
+        return pickle.loads(end[1])
+    raise _exception(end)
+
+
+class PopenWorker:
+    """A subprocess worker: one process that runs the calls sent to it, one at a time.
+
+    Parameters
+    ----------
+    initializer: callable or None
+        Called in the worker at every start (not counted as a use).
+
+    initargs: Tuple[object]
+        The initializer's arguments.
+
+    maximum_uses: Optional[int]
+        After this many calls the process is replaced by a fresh one; None: reused until a
+        call times out or the process dies.
+
+    stdout: Union[None, int, IO[Any]]
+        Where the worker's standard output goes (subprocess.DEVNULL, a descriptor, a file).
+
+    stderr: Union[None, int, IO[Any]]
+        Where the worker's standard error goes (also subprocess.STDOUT).
+    """
+
+    def __init__(self, initializer=None, initargs=(), maximum_uses=None, stdout=None, stderr=None):
+        self._setup = _Setup(initializer, initargs, maximum_uses, stdout, stderr, "PopenWorker")
+        self._native = native.PoolWorker(**self._setup.options)
+
+    def __del__(self):
+        native_worker = getattr(self, "_native", None)
+        if native_worker is not None:
+            native_worker.kill()
+
+    def kill(self):
+        """Kill the process (and everything it started) and reap it; the next send starts anew."""
+        self._native.kill()
+
+    def join(self, timeout=None):
+        """Wait until the process exits on its own, at most `timeout` seconds when given."""
+        self._native.join(None if timeout is None else max(0.0, float(timeout)) * 1000)
+
+    def is_alive(self):
+        """Whether the worker process is running."""
+        return self._native.is_alive()
+
+    def send(self, fn, args=(), kwargs=None, timeout=None):
+        """Send the call ``fn(*args, **kwargs)`` to the worker, starting it if needed.
+
+        Parameters
+        ----------
+        fn : function
+            The function to call.
+
+        args : list
+            Positional arguments.
+
+        kwargs : dict
+            Keyword arguments.
+
+        timeout : float
+            Seconds the call may run, from when the function starts; None: no limit.
+
+        Note
+        ----
+        recv() the result before the next send.
+        """
+        self._native.send(_dumps(fn, args, kwargs), _millis(timeout))
+
+    def recv(self):
+        """Receive the result of the last send.
+
+        Returns
+        -------
+        result: object
+            What the function returned.
+
+        Raises
+        ------
+        ChildProcessError: if the worker died.
+        TimeoutError: if the call ran past its timeout (the worker was killed).
+        Exception: what the function raised, with its type.
+        """
+        return _unwrap(self._native.recv())
+
+
+def _collect(native_pool, futures, lock):
+    """The collector thread: settles each call's future as the C++ pool reports its end."""
+    while True:
+        ends = native_pool.collect()  # waits with the GIL released; empty once closed
+        if not ends:
+            return
+        for index, end in ends:
+            with lock:
+                future = futures.pop(index, None)
+            if future is not None:
+                _settle(future, end)
+
+
+def _settle(future, end):
+    if end[0] == "cancelled":
+        future.cancel()
+        return
+    if not future.set_running_or_notify_cancel():
+        return  # the caller cancelled it; the call ran anyway, its result is dropped
+    try:
+        future.set_result(_unwrap(end))
+    except BaseException as error:  # pylint: disable=broad-except
+        future.set_exception(error)
+
+
+# Executors still running when the interpreter exits are shut down first (waiting for their
+# work, as concurrent.futures does), so that no collector thread is left in C++ at finalization.
+_LIVE = weakref.WeakSet()
+
+
+@atexit.register
+def _shutdown_at_exit():
+    for pool in list(_LIVE):
+        pool.shutdown(wait=True)
+
+
+class PopenPoolExecutor:
+    """A parallel executor backed by worker processes.
+
+    Parameters
+    ----------
+    max_workers : int
+        Maximum number of workers; None: os.cpu_count().
+
+    timeout : float
+        Seconds each call may run, from when its function starts; None: no limit.
+
+    initializer: callable or None
+        Called in each worker at every start.
+
+    initargs: Tuple[object]
+        The initializer's arguments.
+
+    maximum_process_uses: Optional[int]
+        After this many calls a worker process is replaced by a fresh one; None: never.
+
+    stdout: Union[None, int, IO[Any]]
+        Where the workers' standard output goes.
+
+    stderr: Union[None, int, IO[Any]]
+        Where the workers' standard error goes.
+    """
+
+    def __init__(
+        self,
+        max_workers=None,
+        timeout=None,
+        initializer=None,
+        initargs=(),
+        maximum_process_uses=None,
+        stdout=None,
+        stderr=None,
+    ):
+        if max_workers is None:
+            max_workers = os.cpu_count()
+        setup = _Setup(
+            initializer, initargs, maximum_process_uses, stdout, stderr, "PopenPoolExecutor"
+        )
+        self._setup = setup
+        self._native = native.PoolExecutor(int(max_workers), _millis(timeout), **setup.options)
+        self._futures = {}
+        self._lock = threading.Lock()
+        self._next = 0
+        self._collector = None
+        self._shutdown = False
+        _LIVE.add(self)
+
+    def __del__(self):
+        if not getattr(self, "_shutdown", True):
+            self.shutdown(wait=True)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc_info):
+        self.shutdown(wait=True)
+        return False
+
+    def _submit_calls(self, fn, calls):
+        payloads = [_dumps(fn, args, kwargs) for args, kwargs in calls]
+        futures = [concurrent.futures.Future() for _ in payloads]
+        with self._lock:
+            if self._shutdown:
+                raise RuntimeError("cannot schedule new futures after shutdown")
+            first = self._next
+            self._next += len(payloads)
+            for offset, future in enumerate(futures):
+                self._futures[first + offset] = future
+            if self._collector is None:
+                self._collector = threading.Thread(
+                    target=_collect,
+                    args=(self._native, self._futures, self._lock),
+                    name="kiln-popen-pool-collector",
+                    daemon=True,
+                )
+                self._collector.start()
+        self._native.submit(first, payloads)
+        return futures
+
+    def submit(self, fn, *args, **kwargs) -> concurrent.futures.Future:
+        """Submit the call ``fn(*args, **kwargs)``; returns its concurrent.futures.Future."""
+        return self._submit_calls(fn, [(args, kwargs)])[0]
+
+    def map_with_error_catching(self, fn, iterator):
+        """Call `fn` on every item; yields a MapResult per item, in order, errors caught.
+
+        Every call is submitted at once; the results are yielded as the caller iterates.
+        """
+        futures = self._submit_calls(fn, [((item,), None) for item in iterator])
+
+        def results():
+            for future in futures:
+                try:
+                    yield MapResult(status=StatusKind.COMPLETE, value=future.result())
+                except TimeoutError as error:
+                    yield MapResult(status=StatusKind.TIMEOUT, value=error)
+                except Exception as error:  # pylint: disable=broad-except
+                    yield MapResult(status=StatusKind.EXCEPTION, value=error)
+
+        return results()
+
+    def shutdown(self, wait=True):
+        """Stop taking calls. wait: return once every submitted call has ended and the workers
+        are gone; otherwise return at once, the calls finishing in the background."""
+        with self._lock:
+            already = self._shutdown
+            self._shutdown = True
+        _LIVE.discard(self)
+        if not wait:
+            if not already:
+                threading.Thread(target=self._native.shutdown, args=(True,), daemon=True).start()
+            return
+        self._native.shutdown(True)
+        collector = self._collector
+        if collector is not None and collector is not threading.current_thread():
+            collector.join()

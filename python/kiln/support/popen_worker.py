@@ -1,0 +1,99 @@
+"""The worker program of kiln.support.popen_pool (run as ``python -u -m kiln.support.popen_worker``).
+
+Its serve loop is kiln's C++ one (kiln::pool::serve_worker): it reads the parent's requests,
+calls back here for each, writes the answers, and dies with its parent. A request is a pickled
+``(fn, args, kwargs)``; the answer is the pickled result, or the pickled exception that
+``fn`` raised rebuilt as tvm.support's worker does (same type, the worker's traceback as its
+message). Until a task needs more, the worker imports nothing but kiln's extension: plain
+``pickle`` reads what cloudpickle wrote, importing cloudpickle only for a payload that refers
+to it (a lambda, a closure).
+"""
+
+import os
+import pickle
+import sys
+
+from kiln._native import native
+
+
+def _dumps(value):
+    """Pickle `value` like the parent does: plainly when that works, else with cloudpickle."""
+    try:
+        return pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+    except Exception:  # pylint: disable=broad-except
+        import cloudpickle  # pylint: disable=import-outside-toplevel
+
+        return cloudpickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+
+
+def _type_name(error):
+    kind = type(error)
+    return kind.__qualname__ if kind.__module__ == "builtins" else f"{kind.__module__}.{kind.__qualname__}"
+
+
+def _failure(error, text):
+    """The answer for `error`: (False, pickled exception, type name, message).
+
+    The exception travels as tvm.support's worker sends it, ``type(error)(traceback text)``; an
+    exception type that cannot be rebuilt from one string goes as itself; one that cannot be
+    pickled at all goes as nothing, and the parent raises a RuntimeError naming it.
+    """
+    for candidate in (lambda: type(error)(text), lambda: error):
+        try:
+            return (False, _dumps(candidate()), _type_name(error), text)
+        except Exception:  # pylint: disable=broad-except
+            continue
+    return (False, b"", _type_name(error), text)
+
+
+def _traceback_text():
+    import traceback  # pylint: disable=import-outside-toplevel
+
+    return traceback.format_exc()
+
+
+def _exit_for(error):
+    """A task raised SystemExit or KeyboardInterrupt: the worker ends, as tvm.support's does."""
+    code = error.code if isinstance(error, SystemExit) else 1
+    if code is not None and not isinstance(code, int):
+        print(code, file=sys.stderr)
+        code = 1
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code or 0)  # pylint: disable=protected-access
+
+
+def run(payload):
+    """Run one pickled call; the answer tuple kiln's C++ side writes back."""
+    try:
+        fn, args, kwargs = pickle.loads(payload)
+    except Exception as error:  # pylint: disable=broad-except
+        return _failure(error, _traceback_text())
+    native.task_begins()  # the call's timeout counts from here, as tvm.support's does
+    try:
+        value = fn(*args, **kwargs)
+    except Exception as error:  # pylint: disable=broad-except
+        return _failure(error, _traceback_text())
+    except BaseException as error:  # pylint: disable=broad-except
+        _exit_for(error)
+    try:
+        return (True, _dumps(value))
+    except Exception as error:  # pylint: disable=broad-except
+        text = f"the result of {getattr(fn, '__qualname__', fn)!r} cannot be pickled: {error}"
+        return _failure(type(error)(text), text)
+
+
+def main():
+    """Serve the parent that started this process; returns the exit status."""
+    status = native.serve_pool_worker(sys.argv, run)
+    if status is None:
+        print(
+            "kiln.support.popen_worker: started by kiln.support.popen_pool, not by hand",
+            file=sys.stderr,
+        )
+        return 2
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())
