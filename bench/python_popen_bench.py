@@ -117,6 +117,25 @@ def warn_if_busy(run):
               "figures will be noisy (the ratios less so: rounds alternate)", flush=True)
 
 
+def cpu_seconds():
+    """(CPU seconds the whole machine spent busy, CPU seconds of this process and reaped children).
+
+    The bench reaps every worker it starts (kill() and shutdown() wait for them), so the
+    difference between two readings is what other processes took from the machine meanwhile.
+    """
+    with open("/proc/stat", encoding="ascii") as stat:
+        fields = [int(field) for field in stat.readline().split()[1:]]
+    busy = sum(fields) - fields[3] - fields[4]  # all but idle and iowait
+    own = os.times()
+    return busy / os.sysconf("SC_CLK_TCK"), own.user + own.system + own.children_user + \
+        own.children_system
+
+
+def others_share(before, after, seconds, cpus):
+    """The fraction of the machine's CPUs that other processes used between two cpu_seconds()."""
+    return max(0.0, (after[0] - before[0]) - (after[1] - before[1])) / (seconds * (cpus or 1))
+
+
 def expect(got, wanted, what):
     if got != wanted:
         raise BenchError(f"{what}: got {got!r}, expected {wanted!r}")
@@ -366,19 +385,21 @@ def main(argv):
     warn_if_busy(run)
     size = sizes(args.quick)
     samples = {}
-    started = time.perf_counter()
+    started, cpu_before = time.perf_counter(), cpu_seconds()
     for section in (run_cold, run_warm, run_throughput, run_failures):
         section(pools, size, samples)
     run["seconds"] = time.perf_counter() - started
-    run["load_after"] = os.getloadavg()
+    run["others_cpu_share"] = others_share(cpu_before, cpu_seconds(), run["seconds"], run["cpus"])
     figures = medians(samples)
     print_figures(figures)
     checked = [] if skip_reason else check_targets(figures)
     if skip_reason:
         print("\nSKIP  every target: kiln.support.popen_pool was not measured")
     missed = sum(not c["met"] for c in checked)
-    print(f"\n{len(checked)} targets checked, {missed} missed; {run['seconds']:.0f} s, "
-          f"load average {run['load_after'][0]:.2f} at the end (this run's own load included)")
+    print(f"\n{len(checked)} targets checked, {missed} missed; {run['seconds']:.0f} s; other "
+          f"processes used {run['others_cpu_share']:.0%} of the machine's CPUs meanwhile")
+    if run["others_cpu_share"] > 0.1:
+        print("WARNING: the machine was not quiet during the run: figures are noisy")
     if args.json:
         with open(args.json, "w", encoding="utf-8") as file:
             json.dump({"run": run, "sizes": size, "figures": figures, "targets": checked,
