@@ -20,6 +20,7 @@ Exits 1 when a target is missed.
 """
 
 import argparse
+import contextlib
 import gc
 import importlib.util
 import json
@@ -54,6 +55,7 @@ METRICS = {
     "kill_s": ("kill() of an idle worker", 1e3, "ms", False),
     "idle_rss_kib": ("idle worker VmRSS", 1 / 1024, "MiB", False),
     "warm_rt_s": ("warm round trip, timeout=10", 1e6, "us", False),
+    "warm_rt_one_cpu_s": ("  the same, parent and worker on one CPU", 1e6, "us", False),
     "submit_tasks_per_s": ("2 workers, timeout=10: submit", 1, "tasks/s", True),
     "map_tasks_per_s": ("2 workers, timeout=10: map_with_error_catching", 1, "tasks/s", True),
     "timeout_overshoot_s": (f"TimeoutError past a {TIMEOUT_S:g} s deadline", 1e3, "ms", False),
@@ -205,6 +207,35 @@ def warm_round_trips(worker, calls):
     return {"warm_rt_s": samples}
 
 
+def threads_of(pid):
+    return [int(tid) for tid in os.listdir(f"/proc/{pid}/task")]
+
+
+@contextlib.contextmanager
+def on_one_cpu(pids):
+    """Runs every thread of `pids` on one CPU (threads they start inherit it), then restores them.
+
+    Diagnostic only: a round trip that must wake an idle CPU pays that CPU's wake-up latency
+    twice, which on a virtual machine can outweigh the pool's own cost.
+    """
+    cpu = min(os.sched_getaffinity(0))
+    saved = {tid: os.sched_getaffinity(tid) for pid in pids for tid in threads_of(pid)}
+    for tid in saved:
+        os.sched_setaffinity(tid, {cpu})
+    try:
+        yield
+    finally:
+        for tid, mask in saved.items():
+            with contextlib.suppress(ProcessLookupError):
+                os.sched_setaffinity(tid, mask)
+
+
+def warm_round_trips_on_one_cpu(worker, calls):
+    worker.send(os.getpid)
+    with on_one_cpu([os.getpid(), worker.recv()]):
+        return {"warm_rt_one_cpu_s": warm_round_trips(worker, calls)["warm_rt_s"]}
+
+
 def submit_throughput(executor, count):
     start = time.perf_counter()
     futures = [executor.submit(tasks.identity, i) for i in range(count)]
@@ -289,6 +320,9 @@ def run_warm(pools, size, samples):
             side: (lambda w=w: warm_round_trips(w, size["warm_calls"])) for side, w in workers.items()}
         interleave(warm_round_trips_each, 1)
         merge(samples, interleave(warm_round_trips_each, size["warm_rounds"]))
+        on_one_cpu_each = {side: (lambda w=w: warm_round_trips_on_one_cpu(w, size["warm_calls"]))
+                           for side, w in workers.items()}
+        merge(samples, interleave(on_one_cpu_each, size["warm_rounds"]))
     finally:
         kill_all(workers)
 
