@@ -40,8 +40,8 @@ SIZES = {
     "cold_rounds": (15, 2),
     "warm_rounds": (10, 2),
     "warm_calls": (200, 20),
-    "throughput_rounds": (5, 2),
-    "throughput_tasks": (2000, 100),
+    "throughput_rounds": (7, 2),
+    "throughput_tasks": (4000, 100),
     "timeout_rounds": (7, 2),
     "crash_rounds": (7, 2),
 }
