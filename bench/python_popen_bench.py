@@ -14,7 +14,8 @@ issue 17's acceptance criteria:
   TimeoutError: time from send() minus the timeout T      kiln <= 2 ms
   next answer after a timeout, after a crash (os._exit)    kiln <= 2 x kiln's cold start
   idle worker VmRSS after a task that imports nothing      kiln <= tvm / 5
-map_with_error_catching throughput and kill() are reported without a target. Without
+map_with_error_catching throughput, kill(), and the warm round trip with parent and worker pinned
+to one CPU (what is left once no idle CPU must be woken) are reported without a target. Without
 kiln.support.popen_pool (or its extension), TVM's side runs alone and the targets are skipped.
 Exits 1 when a target is missed.
 """
