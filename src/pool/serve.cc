@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -135,19 +136,29 @@ void release_when_idle(internal::FrameDecoder& decoder, internal::Outbox& out) {
 internal::BeginBoard board;
 std::atomic<std::uint64_t> current_request{0};
 
+// A parent whose next request came within this long of the last answer (one sending call after
+// call) finds the worker polling for it rather than asleep: see internal::spin_until_readable.
+constexpr auto kSpin = std::chrono::microseconds(100);
+
 int serve() {
   internal::FrameDecoder decoder;
   internal::Outbox out;
   std::uint64_t requests = 0;
+  bool spin = false;
   for (;;) {
     // Each answer goes out as soon as its task is done, even when more requests are buffered:
     // the parent's deadline for the next call starts when it reads this answer.
+    bool answered = false;
     while (std::optional<Value> request = decoder.next()) {
       current_request.store(++requests, std::memory_order_relaxed);
       if (!answer(std::move(*request), out)) return 1;
+      answered = true;
     }
+    auto idle_since = std::chrono::steady_clock::now();
+    if (answered && spin) (void)internal::spin_until_readable(internal::kRequestFd, kSpin);
     release_when_idle(decoder, out);
     ssize_t n = decoder.read_from(internal::kRequestFd);
+    spin = std::chrono::steady_clock::now() - idle_since < kSpin;
     if (n == 0) return 0;  // the parent closed the pipe: done
     if (n < 0) return 1;
   }

@@ -65,6 +65,9 @@ class Spawner {
 constexpr std::chrono::seconds kStartTimeout{60};
 constexpr const char* kStartHint =
     "does the program's main() call kiln::pool::serve_if_worker() first?";
+// A Worker waiting for a call that typically takes less than this polls for its answer before
+// it sleeps (internal::spin_until_readable).
+constexpr auto kSpin = std::chrono::microseconds(100);
 // An idle worker's outbox keeps at most this much memory.
 constexpr std::size_t kKeptCapacity = std::size_t{256} * 1024;
 
@@ -379,6 +382,12 @@ Outcome WorkerProcess::wait() {
     if (scope != nullptr && scope->cancelled()) {
       fail(Outcome::Kind::cancelled, "cancelled; the worker was killed", ended);
       break;
+    }
+    // A call that typically answers within kSpin is polled for before this thread sleeps.
+    if (!wants_to_write() && typical_call_time_ && *typical_call_time_ < kSpin &&
+        spin_until_readable(responses_.get(), kSpin)) {
+      read_available(ended);
+      continue;
     }
     pollfd p[3] = {{responses_.get(), POLLIN, 0}, {requests_.get(), POLLOUT, 0}, {-1, 0, 0}};
     nfds_t count = wants_to_write() ? 2 : 1;

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <ctime>
+#include <thread>
 
 #include "kiln/error.h"
 
@@ -58,6 +59,15 @@ int poll_until(pollfd* fds, nfds_t count,
     int r = ::ppoll(fds, count, deadline ? &left : nullptr, nullptr);
     if (r != -1 || errno != EINTR) return r;
   }
+}
+
+bool spin_until_readable(int fd, std::chrono::microseconds limit) {
+  auto until = std::chrono::steady_clock::now() + limit;
+  do {
+    if (readable(fd)) return true;
+    std::this_thread::yield();  // a peer on this same CPU gets to run
+  } while (std::chrono::steady_clock::now() < until);
+  return false;
 }
 
 long write_without_sigpipe(int fd, const char* data, unsigned long size) {

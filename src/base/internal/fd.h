@@ -72,6 +72,11 @@ int poll_until(pollfd* fds, nfds_t count,
 // Whether `fd` polls readable right now (false for -1).
 bool readable(int fd);
 
+// Polls `fd` without sleeping, yielding the CPU between polls, for up to `limit`; true as soon
+// as it is readable. For a peer that answers within microseconds: waking a sleeping thread on
+// another CPU costs tens of microseconds on a virtual machine, more than the answer takes.
+bool spin_until_readable(int fd, std::chrono::microseconds limit);
+
 // The same for writev(2).
 long writev_without_sigpipe(int fd, const struct iovec* iov, int count);
 
