@@ -104,7 +104,9 @@ class PyExecutor {
     std::vector<Value> items;
     items.reserve(payloads.size());
     for (const py::bytes& p : payloads) items.push_back(binary_of(p));
-    py::gil_scoped_release release;
+    // With the GIL held: queueing never waits for long (the dispatcher holds the queue's lock
+    // for moments and never takes the GIL), and letting the collector thread have the GIL for
+    // each submit would make it bounce between the threads.
     executor_.submit_each(kTask, std::move(items),
                           [this, first](std::size_t index, Executor::Result result) {
                             {

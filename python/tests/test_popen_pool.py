@@ -151,6 +151,19 @@ def test_timeout_does_not_count_importing_the_function(new_worker):
     assert call(new_worker(), slow_import_tasks.answer, timeout=0.25) == 42
 
 
+def test_functions_of_the_main_script_travel_by_value(pp):
+    # A worker's __main__ is not the caller's script: a function defined there must be sent by
+    # value (cloudpickle), never as a reference to __main__.double.
+    script = ("class Box:\n    def __init__(self, v): self.v = v\n"
+              "def double(box): return Box(box.v * 2)\n"
+              f"from {pp.__name__} import PopenWorker\n"
+              "w = PopenWorker(); w.send(double, (Box(21),)); print(w.recv().v); w.kill()\n")
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                            timeout=120, check=False)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["42"]
+
+
 def test_worker_is_reused(new_worker):
     worker = new_worker(maximum_uses=None)
     pid = call(worker, tasks.getpid)

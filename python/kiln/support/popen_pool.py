@@ -87,7 +87,36 @@ _picklers = threading.local()
 
 
 def _dumps(fn, args, kwargs):
-    """The payload of the call fn(*args, **kwargs): the pickled (fn, args, kwargs)."""
+    """The payload of the call fn(*args, **kwargs): the pickled (fn, args, kwargs).
+
+    What plain pickle writes is what cloudpickle would when everything in the call is found by
+    reference (module-level functions and classes of importable modules, plain data): then the
+    C pickler alone does it, at a third of the cost. Anything it cannot pickle (a lambda, a
+    closure, a local class), anything from ``__main__`` (the worker's ``__main__`` is another
+    module), and everything once a module is registered to travel by value goes through
+    cloudpickle, as in tvm.support.
+    """
+    call = (fn, args if type(args) is tuple else tuple(args), dict(kwargs) if kwargs else {})
+    if not _pickled_by_value():
+        try:
+            data = pickle.dumps(call, protocol=pickle.HIGHEST_PROTOCOL)
+        except Exception:  # pylint: disable=broad-except
+            data = None
+        if data is not None and b"__main__" not in data:
+            return data
+    return _cloudpickle_dumps(call)
+
+
+def _pickled_by_value():
+    """Whether cloudpickle has modules registered to be pickled by value (or may have: an
+    unknown cloudpickle without the registry this reads counts as yes)."""
+    module = sys.modules.get("cloudpickle.cloudpickle")
+    if module is None:
+        return False  # cloudpickle not imported yet: nothing can be registered with it
+    return bool(getattr(module, "_PICKLE_BY_VALUE_MODULES", True))
+
+
+def _cloudpickle_dumps(call):
     state = getattr(_picklers, "state", None)
     if state is None:
         import cloudpickle  # pylint: disable=import-outside-toplevel
@@ -95,7 +124,6 @@ def _dumps(fn, args, kwargs):
         buffer = io.BytesIO()
         state = _picklers.state = (buffer, cloudpickle.Pickler(buffer, protocol=pickle.HIGHEST_PROTOCOL))
     buffer, pickler = state
-    call = (fn, tuple(args), dict(kwargs) if kwargs else {})
     try:
         pickler.dump(call)
         return buffer.getvalue()
@@ -273,23 +301,29 @@ def _collect(native_pool, futures, lock):
         ends = native_pool.collect()  # waits with the GIL released; empty once closed
         if not ends:
             return
-        for index, end in ends:
-            with lock:
-                future = futures.pop(index, None)
+        with lock:
+            settled = [(futures.pop(index, None), end) for index, end in ends]
+        for future, end in settled:
             if future is not None:
                 _settle(future, end)
 
 
 def _settle(future, end):
+    """Give `future` the outcome `end` (it goes from pending to done: kiln cannot tell when a
+    call starts in its worker, so a future is never reported running)."""
     if end[0] == "cancelled":
         future.cancel()
         return
-    if not future.set_running_or_notify_cancel():
-        return  # the caller cancelled it; the call ran anyway, its result is dropped
     try:
-        future.set_result(_unwrap(end))
+        value = _unwrap(end)
     except BaseException as error:  # pylint: disable=broad-except
-        future.set_exception(error)
+        settle, value = future.set_exception, error
+    else:
+        settle = future.set_result
+    try:
+        settle(value)
+    except concurrent.futures.InvalidStateError:  # the caller cancelled it meanwhile: the call
+        future.set_running_or_notify_cancel()  # ran anyway; its waiters hear of the cancel
 
 
 class _Closing:
@@ -404,14 +438,18 @@ class PopenPoolExecutor:
         return False
 
     def _register(self, futures):
-        """Index the futures of calls about to be submitted; returns the first index."""
+        """Index the future (or list of futures) of calls about to be submitted; returns the
+        first index."""
         with self._lock:
             if self._shutdown:
                 raise RuntimeError("cannot schedule new futures after shutdown")
             first = self._next
-            self._next += len(futures)
-            for offset, future in enumerate(futures):
-                self._futures[first + offset] = future
+            if isinstance(futures, concurrent.futures.Future):
+                self._futures[first] = futures
+                self._next = first + 1
+            else:
+                self._futures.update(zip(range(first, first + len(futures)), futures))
+                self._next = first + len(futures)
             if self._collector is None:
                 self._collector = threading.Thread(
                     target=_collect,
@@ -427,7 +465,7 @@ class PopenPoolExecutor:
         """Submit the call ``fn(*args, **kwargs)``; returns its concurrent.futures.Future."""
         payload = _dumps(fn, args, kwargs)
         future = concurrent.futures.Future()
-        self._native.submit(self._register((future,)), (payload,))
+        self._native.submit(self._register(future), (payload,))
         return future
 
     def map_with_error_catching(self, fn, iterator):
