@@ -6,6 +6,7 @@ package this machine lacks is skipped, saying which (pytest -rs prints the reaso
 """
 
 import importlib
+import os
 import shutil
 
 import pytest
@@ -44,3 +45,30 @@ def same_error(call_tvm, call_kiln):
 def workdir(tmp_path):
     """A fresh directory for one test's files."""
     return tmp_path
+
+
+TESTS_DIR = os.path.dirname(os.path.abspath(__file__))
+
+
+@pytest.fixture(scope="module")
+def workers_import_tests():
+    """Put this directory on the PYTHONPATH that pool workers and child processes inherit, so
+    that they import the task modules next to the tests (popen_tasks, tvm_builder_tasks)."""
+    saved = os.environ.get("PYTHONPATH")
+    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (TESTS_DIR, saved) if p)
+    yield
+    if saved is None:
+        del os.environ["PYTHONPATH"]
+    else:
+        os.environ["PYTHONPATH"] = saved
+
+
+def process_is_dead(pid):
+    """Whether pid is not running: gone, or a zombie (this container's PID 1 may not reap the
+    orphans of a killed parent, and a zombie runs nothing)."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="utf-8") as stat:
+            state = stat.read().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError, IndexError):
+        return True
+    return state in ("Z", "X")

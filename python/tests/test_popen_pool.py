@@ -21,21 +21,12 @@ import time
 import pytest
 
 import popen_tasks as tasks
+from conftest import process_is_dead as is_dead
 
-TESTS_DIR = os.path.dirname(os.path.abspath(__file__))
 IMPLEMENTATIONS = ("kiln", "tvm")
 
 
-@pytest.fixture(scope="module", autouse=True)
-def workers_import_tasks():
-    """Put this directory on the PYTHONPATH the workers inherit, so they can import popen_tasks."""
-    saved = os.environ.get("PYTHONPATH")
-    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (TESTS_DIR, saved) if p)
-    yield
-    if saved is None:
-        del os.environ["PYTHONPATH"]
-    else:
-        os.environ["PYTHONPATH"] = saved
+pytestmark = pytest.mark.usefixtures("workers_import_tests")
 
 
 def import_pool(which):
@@ -113,14 +104,6 @@ def is_gone(pid, limit=5.0):
     return True
 
 
-def is_dead(pid):
-    """Whether pid is not running: gone, or a zombie (a dead orphan init has not reaped yet)."""
-    try:
-        with open(f"/proc/{pid}/stat", encoding="utf-8") as stat:
-            state = stat.read().rsplit(")", 1)[1].split()[0]
-    except (FileNotFoundError, ProcessLookupError, IndexError):
-        return True
-    return state in ("Z", "X")
 
 
 # --- PopenWorker: timeouts, crashes, reuse, recycling ---

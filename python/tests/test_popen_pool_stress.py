@@ -19,23 +19,14 @@ import time
 import pytest
 
 import popen_tasks as tasks
+from conftest import process_is_dead as is_dead
 
-TESTS_DIR = os.path.dirname(os.path.abspath(__file__))
 WORKERS = 4
 TIMEOUT_S = 0.25
 RSS_BOUND_KIB = 8 * 1024  # after a same-size warm-up round the measured round adds < 1 MiB
 
 
-@pytest.fixture(scope="module", autouse=True)
-def workers_import_tasks():
-    """Put this directory on the PYTHONPATH the workers (and child processes) inherit."""
-    saved = os.environ.get("PYTHONPATH")
-    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (TESTS_DIR, saved) if p)
-    yield
-    if saved is None:
-        del os.environ["PYTHONPATH"]
-    else:
-        os.environ["PYTHONPATH"] = saved
+pytestmark = pytest.mark.usefixtures("workers_import_tests")
 
 
 @pytest.fixture(scope="module")
@@ -49,15 +40,6 @@ def kp():
     return popen_pool
 
 
-def is_dead(pid):
-    """Whether pid is not running: gone, or a zombie (this container's PID 1 may not reap the
-    orphans of a killed parent, and a zombie runs nothing)."""
-    try:
-        with open(f"/proc/{pid}/stat", encoding="utf-8") as stat:
-            state = stat.read().rsplit(")", 1)[1].split()[0]
-    except (FileNotFoundError, ProcessLookupError, IndexError):
-        return True
-    return state in ("Z", "X")
 
 
 def read_pids_until_ready(child, limit=120.0):

@@ -12,17 +12,12 @@ import pytest
 
 from conftest import tvm_module
 
-TESTS_DIR = os.path.dirname(os.path.abspath(__file__))
-
-
 @pytest.fixture
-def installed(monkeypatch):
+def installed(workers_import_tests):  # pylint: disable=unused-argument,redefined-outer-name
     """kiln.tvm.install() for one test, with this directory on the workers' PYTHONPATH."""
     tvm_module("popen_pool")
     import kiln.tvm  # pylint: disable=import-outside-toplevel
 
-    saved = os.environ.get("PYTHONPATH")
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(p for p in (TESTS_DIR, saved) if p))
     kiln.tvm.install()
     yield
     kiln.tvm.uninstall()
