@@ -31,8 +31,14 @@ def main():
         assert cc.get_global_symbol_section_map(lib)["add"] == "T"
         tar.tar(os.path.join(work, "a.tar"), [lib])
         assert utils.which("sh")
+    # The pool's workers run `python -m kiln.support.popen_worker`: the installed package's.
+    from kiln.support import popen_pool  # pylint: disable=import-outside-toplevel
+
+    with popen_pool.PopenPoolExecutor(max_workers=1, timeout=60) as pool:
+        assert pool.submit(os.getpid).result() != os.getpid()
+        assert pool.submit(abs, -7).result() == 7
     print(f"installed kiln {kiln.__version__} from {site}: import kiln {import_ms:.1f} ms; "
-          f"{version.stdout.strip()}; create_shared, symbol map, tar ok")
+          f"{version.stdout.strip()}; create_shared, symbol map, tar, popen_pool ok")
     return 0
 
 
