@@ -4,6 +4,7 @@ MetaSchedule's LocalBuilder (imported before install(), so it holds TVM's PopenP
 name until install() replaces that copy) builds real kernels in kiln's workers: a completed
 build, an exception and a timeout come back as LocalBuilder reports them.
 """
+# pylint: disable=import-outside-toplevel
 
 import os
 import shutil
@@ -12,11 +13,12 @@ import pytest
 
 from conftest import tvm_module
 
+
 @pytest.fixture
 def installed(workers_import_tests):  # pylint: disable=unused-argument,redefined-outer-name
     """kiln.tvm.install() for one test, with this directory on the workers' PYTHONPATH."""
     tvm_module("popen_pool")
-    import kiln.tvm  # pylint: disable=import-outside-toplevel
+    import kiln.tvm
 
     kiln.tvm.install()
     yield
@@ -24,8 +26,8 @@ def installed(workers_import_tests):  # pylint: disable=unused-argument,redefine
 
 
 def candidate(n):
-    import tvm  # pylint: disable=import-outside-toplevel
-    from tvm.s_tir.meta_schedule.builder import BuilderInput  # pylint: disable=import-outside-toplevel
+    import tvm
+    from tvm.s_tir.meta_schedule.builder import BuilderInput
 
     mod = tvm.IRModule({}).with_attr("kiln_n", n)
     return BuilderInput(mod, tvm.target.Target("llvm"))
@@ -33,9 +35,9 @@ def candidate(n):
 
 def test_install_points_tvms_copies_at_kilns_pool():
     tvm_module("popen_pool")
-    from tvm.s_tir.meta_schedule.builder import local_builder  # pylint: disable=import-outside-toplevel
-    import kiln.tvm  # pylint: disable=import-outside-toplevel
-    from kiln.support import popen_pool  # pylint: disable=import-outside-toplevel
+    from tvm.s_tir.meta_schedule.builder import local_builder
+    import kiln.tvm
+    from kiln.support import popen_pool
 
     tvms = local_builder.PopenPoolExecutor
     assert tvms is not popen_pool.PopenPoolExecutor
@@ -49,14 +51,16 @@ def test_install_points_tvms_copies_at_kilns_pool():
 
 
 def test_local_builder_builds_in_kilns_workers(installed):
-    from tvm.s_tir.meta_schedule.builder import LocalBuilder  # pylint: disable=import-outside-toplevel
-    import tvm_builder_tasks  # pylint: disable=import-outside-toplevel
+    from tvm.s_tir.meta_schedule.builder import LocalBuilder
+    import tvm_builder_tasks
 
-    from tvm.s_tir.meta_schedule.builder import local_builder  # pylint: disable=import-outside-toplevel
-    from kiln.support import popen_pool  # pylint: disable=import-outside-toplevel
+    from tvm.s_tir.meta_schedule.builder import local_builder
+    from kiln.support import popen_pool
 
     assert local_builder.PopenPoolExecutor is popen_pool.PopenPoolExecutor
-    builder = LocalBuilder(max_workers=2, timeout_sec=10, f_build=tvm_builder_tasks.build_doubling_kernel)
+    builder = LocalBuilder(
+        max_workers=2, timeout_sec=10, f_build=tvm_builder_tasks.build_doubling_kernel
+    )
     results = builder.build([candidate(n) for n in (16, 64, -1, 0)])
     assert len(results) == 4
     for result in results[:2]:

@@ -117,12 +117,14 @@ def _pickled_by_value():
 
 
 def _cloudpickle_dumps(call):
+    """`call` pickled by this thread's cloudpickle Pickler."""
     state = getattr(_picklers, "state", None)
     if state is None:
         import cloudpickle  # pylint: disable=import-outside-toplevel
 
         buffer = io.BytesIO()
-        state = _picklers.state = (buffer, cloudpickle.Pickler(buffer, protocol=pickle.HIGHEST_PROTOCOL))
+        pickler = cloudpickle.Pickler(buffer, protocol=pickle.HIGHEST_PROTOCOL)
+        state = _picklers.state = (buffer, pickler)
     buffer, pickler = state
     try:
         pickler.dump(call)
@@ -194,7 +196,8 @@ def _exception(end):
             try:
                 return pickle.loads(data)
             except Exception as error:  # pylint: disable=broad-except
-                return RuntimeError(f"{type_name} (not unpicklable here: {error}): {message}")
+                why = f"it cannot be unpickled here: {error}"
+                return RuntimeError(f"{type_name} ({why}): {message}")
         return RuntimeError(f"{type_name}: {message}")
     if kind == "timeout":
         return TimeoutError(end[1])

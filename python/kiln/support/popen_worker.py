@@ -1,4 +1,4 @@
-"""The worker program of kiln.support.popen_pool (run as ``python -u -m kiln.support.popen_worker``).
+"""The worker program of kiln.support.popen_pool: ``python -u -m kiln.support.popen_worker``.
 
 Its serve loop is kiln's C++ one (kiln::pool::serve_worker): it reads the parent's requests,
 calls back here for each, writes the answers, and dies with its parent. A request is a pickled
@@ -28,7 +28,9 @@ def _dumps(value):
 
 def _type_name(error):
     kind = type(error)
-    return kind.__qualname__ if kind.__module__ == "builtins" else f"{kind.__module__}.{kind.__qualname__}"
+    if kind.__module__ == "builtins":
+        return kind.__qualname__
+    return f"{kind.__module__}.{kind.__qualname__}"
 
 
 def _failure(error, text):
