@@ -23,6 +23,11 @@
 // kiln::ProtocolError (the worker wrote garbage or an oversize frame and was killed).
 // Workers die with their parent, even when it is SIGKILLed: they are started from one
 // long-lived thread with PR_SET_PDEATHSIG, and they watch their request pipe for a hang-up.
+// A timeout is reported as soon as the worker's group is SIGKILLed; the worker is reaped once it
+// has died (a large process takes a millisecond or two), by the next use of its Worker or by the
+// Executor's dispatcher. Quick calls in a row are not slowed by waking sleeping CPUs: a worker
+// answering call after call, and a Worker waiting for a call that typically takes under 100 us,
+// poll for up to 100 us (yielding the CPU) before they sleep.
 #pragma once
 
 #include <sys/types.h>
