@@ -10,6 +10,8 @@
 // it is done.
 #pragma once
 
+#include <chrono>
+
 namespace kiln::internal {
 
 // argv[1] of a re-executed worker; argv[2] is the parent's pid. A worker started from a command
@@ -21,5 +23,9 @@ inline constexpr int kRequestFd = 3;
 inline constexpr int kResponseFd = 4;
 // Where the parent hands down the worker's BeginBoard (pool/begin_board.h).
 inline constexpr int kBoardFd = 5;
+// How long either side polls for the other before it sleeps, when the other typically answers
+// sooner (a worker sent call after call; a Worker awaiting a quick call): waking a sleeping CPU
+// costs tens of microseconds on a virtual machine (internal::spin_until_readable).
+inline constexpr std::chrono::microseconds kSpin{100};
 
 }  // namespace kiln::internal

@@ -136,10 +136,6 @@ void release_when_idle(internal::FrameDecoder& decoder, internal::Outbox& out) {
 internal::BeginBoard board;
 std::atomic<std::uint64_t> current_request{0};
 
-// A parent whose next request came within this long of the last answer (one sending call after
-// call) finds the worker polling for it rather than asleep: see internal::spin_until_readable.
-constexpr auto kSpin = std::chrono::microseconds(100);
-
 int serve() {
   internal::FrameDecoder decoder;
   internal::Outbox out;
@@ -155,10 +151,11 @@ int serve() {
       answered = true;
     }
     auto idle_since = std::chrono::steady_clock::now();
-    if (answered && spin) (void)internal::spin_until_readable(internal::kRequestFd, kSpin);
+    if (answered && spin)
+      (void)internal::spin_until_readable(internal::kRequestFd, internal::kSpin);
     release_when_idle(decoder, out);
     ssize_t n = decoder.read_from(internal::kRequestFd);
-    spin = std::chrono::steady_clock::now() - idle_since < kSpin;
+    spin = std::chrono::steady_clock::now() - idle_since < internal::kSpin;  // a tight loop
     if (n == 0) return 0;  // the parent closed the pipe: done
     if (n < 0) return 1;
   }

@@ -65,9 +65,6 @@ class Spawner {
 constexpr std::chrono::seconds kStartTimeout{60};
 constexpr const char* kStartHint =
     "does the program's main() call kiln::pool::serve_if_worker() first?";
-// A Worker waiting for a call that typically takes less than this polls for its answer before
-// it sleeps (internal::spin_until_readable).
-constexpr auto kSpin = std::chrono::microseconds(100);
 // An idle worker's outbox keeps at most this much memory.
 constexpr std::size_t kKeptCapacity = std::size_t{256} * 1024;
 
