@@ -2,10 +2,11 @@
 
 #include <fcntl.h>
 #include <signal.h>
-#include <spawn.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstring>
 #include <fstream>
 #include <thread>
@@ -48,22 +49,42 @@ std::vector<char*> pointers(std::vector<std::string>& strings) {
 BackgroundProcess::BackgroundProcess(const std::vector<std::string>& argv, const Environment& env,
                                      std::filesystem::path log)
     : log_(std::move(log)) {
+  // Everything the child needs is made before fork(): after it, in a threaded parent, only
+  // async-signal-safe calls.
   std::vector<std::string> args = argv;
   std::vector<std::string> envs = environment_with(env);
   std::vector<char*> arg_ptrs = pointers(args);
   std::vector<char*> env_ptrs = pointers(envs);
-  posix_spawn_file_actions_t actions;
-  posix_spawnattr_t attr;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_addopen(&actions, 1, log_.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-  posix_spawn_file_actions_adddup2(&actions, 1, 2);
-  posix_spawnattr_init(&attr);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
-  posix_spawnattr_setpgroup(&attr, 0);
-  int error = ::posix_spawnp(&pid_, arg_ptrs[0], &actions, &attr, arg_ptrs.data(), env_ptrs.data());
-  posix_spawnattr_destroy(&attr);
-  posix_spawn_file_actions_destroy(&actions);
+  int out = ::open(log_.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  int in = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  int ready[2] = {-1, -1};  // close-on-exec: the parent reads EOF at exec, errno on failure
+  if (out < 0 || in < 0 || ::pipe2(ready, O_CLOEXEC) != 0) {
+    std::ofstream(log_, std::ios::app)
+        << "could not start " << argv[0] << ": " << std::strerror(errno) << "\n";
+    for (int fd : {out, in, ready[0], ready[1]})
+      if (fd >= 0) ::close(fd);
+    return;
+  }
+  pid_t parent = ::getpid();
+  pid_ = ::fork();
+  if (pid_ == 0) {
+    // Dies with the test process however it ends (an abort skips every destructor).
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != parent) ::_exit(127);
+    ::setpgid(0, 0);
+    ::dup2(in, 0);
+    ::dup2(out, 1);
+    ::dup2(out, 2);
+    ::execvpe(arg_ptrs[0], arg_ptrs.data(), env_ptrs.data());
+    int error = errno;
+    ssize_t ignored = ::write(ready[1], &error, sizeof error);
+    (void)ignored;
+    ::_exit(127);
+  }
+  ::close(ready[1]);
+  int error = pid_ < 0 ? errno : 0;
+  if (pid_ > 0 && ::read(ready[0], &error, sizeof error) == sizeof error) reap(true);
+  for (int fd : {out, in, ready[0]}) ::close(fd);
   if (error != 0) {
     pid_ = -1;
     std::ofstream(log_, std::ios::app)

@@ -2,7 +2,8 @@
 // from an argv (never a shell) in a process group of its own, stdout and stderr appended to a log
 // file, stdin /dev/null. The test holds its pid; stop() and the destructor end the whole group
 // (SIGTERM, then SIGKILL after a bound) and reap the child, so nothing outlives the test even
-// when it fails.
+// when it fails; and the child gets SIGKILL should the thread that started it die first (an
+// abort or a crash skips destructors).
 //
 //   kiln::testing::BackgroundProcess scheduler({"sccache-dist", "scheduler", "--config", conf},
 //                                              {{"SCCACHE_NO_DAEMON", "1"}}, dir / "sched.log");

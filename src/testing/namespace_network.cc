@@ -8,6 +8,7 @@
 #include <chrono>
 #include <filesystem>
 #include <regex>
+#include <sstream>
 
 #include "kiln/paths.h"
 #include "kiln/process.h"
@@ -32,6 +33,13 @@ void remove_stale_namespaces() {
     std::string name = entry.path().filename().string();
     if (!std::regex_match(name, match, kOurs)) continue;
     if (pid_running(static_cast<pid_t>(std::stol(match[1].str())))) continue;
+    // What still runs in it was started by that test and outlived it: a name alone would keep
+    // the namespace (and its servers) alive after `ip netns del`.
+    RunResult pids = run({.argv = {"ip", "netns", "pids", name}, .timeout = 10s});
+    std::istringstream listed(pids.output);
+    for (pid_t pid = 0; listed >> pid;) {
+      if (pid > 1) ::kill(pid, SIGKILL);
+    }
     run({.argv = {"ip", "netns", "del", name}, .timeout = 10s});
   }
 }

@@ -58,7 +58,8 @@ class NamespaceNetwork {
 };
 
 // Deletes namespaces a test process left behind when it was killed (named for a pid that no
-// longer runs). Called by the constructor; bounded (one `ip netns del` per stale name).
+// longer runs), killing what still runs in them first. Called by the constructor; bounded (two
+// `ip` calls per stale name).
 void remove_stale_namespaces();
 
 }  // namespace kiln::testing

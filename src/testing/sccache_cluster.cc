@@ -141,6 +141,14 @@ bool SccacheCluster::start() {
   Environment env{{"SCCACHE_NO_DAEMON", "1"}, {"SCCACHE_LOG", "info"}};
   scheduler_ = start_on(0, {dist, "scheduler", "--config", (dir_ / "scheduler.conf").string()}, env,
                         "scheduler.log");
+  // A client that finds no scheduler when it starts reports "not connected" until it is next
+  // asked to compile, so the clients start once the scheduler listens.
+  auto deadline = std::chrono::steady_clock::now() + 30s;
+  while (scheduler_->running() &&
+         scheduler_->log().find("Scheduler listening for clients") == std::string::npos) {
+    if (std::chrono::steady_clock::now() > deadline) break;
+    std::this_thread::sleep_for(20ms);
+  }
   for (int i = 0; i < options_.servers; ++i) {
     fs::path conf = dir_ / ("server" + std::to_string(i)) / "server.conf";
     servers_.push_back(start_on(1 + i, {dist, "server", "--config", conf.string()}, env,

@@ -1,0 +1,350 @@
+// kiln build --launcher sccache on a real sccache-dist cluster: the scheduler, the build servers
+// and kiln each on a host of their own (network namespaces, src/testing/namespace_network.h),
+// every process a child of the test, stopped by pid when it ends.
+//
+// What sccache 0.16 does with nvcc 13 (checked by hand, and asserted below): it runs nvcc's
+// --dryrun, keeps the host-side steps (the host preprocessor, fatbinary) on the client, and sends
+// each device step to the cluster: cicc (.ii -> PTX) and ptxas (PTX -> cubin) are one remote
+// compile each, so a cubin or single-arch fatbin job is 2 dist compiles, and its sccache stats read
+// "cache_misses {PTX: 1, CUBIN: 1}" (hits on a rebuild). The nvcc call itself counts as one
+// "non-cacheable compilation". A fatbin for sm_90a is not used here: nvcc 13 compiles it with a
+// second cicc pass (compute_90) that reads the first pass's module_id file, and sccache 0.16
+// hashes that file before the first pass wrote it in about a third of the compiles ("Failed to
+// open file for hashing: .../x.module_id", exit 254), with or without a cluster.
+#include <signal.h>
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <future>
+#include <map>
+#include <optional>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "kiln/elf.h"
+#include "kiln/paths.h"
+#include "kiln/process.h"
+#include "kiln/temp_directory.h"
+#include "testing/namespace_network.h"
+#include "testing/sccache_cluster.h"
+#include "testing/test_support.h"
+
+namespace kiln {
+namespace {
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+using nlohmann::json;
+using testing::NamespaceNetwork;
+using testing::read_file;
+using testing::SccacheCluster;
+using Environment = std::map<std::string, std::optional<std::string>>;
+
+// A manifest of object jobs (and cuda jobs) whose sources are files in the project, so that every
+// build compiles the same paths and sccache's hashes (of preprocessed text naming them) repeat.
+class DistProject {
+ public:
+  DistProject() { fs::create_directories(dir_ / "cache"); }
+
+  void add(const std::string& name, const std::string& file, const std::string& text,
+           json extra = json::object()) {
+    std::ofstream(dir_ / file) << text;
+    extra["name"] = name;
+    if (!extra.contains("kind")) extra["kind"] = "object";
+    extra["sources"] = {file};
+    jobs_.push_back(extra);
+  }
+  void write_manifest(int timeout_s) {
+    std::ofstream(dir_ / "kiln.json")
+        << json{{"defaults", {{"timeout", timeout_s}}}, {"jobs", jobs_}}.dump(2);
+  }
+
+  // kiln build, run with `prefix` (a namespace's exec prefix, or none) and `env`.
+  RunResult build(const std::string& out, std::vector<std::string> args, Environment env,
+                  std::vector<std::string> prefix = {}, std::chrono::seconds timeout = 300s) const {
+    std::vector<std::string> argv = std::move(prefix);
+    argv.insert(argv.end(), {KILN_BINARY, "build", (dir_ / "kiln.json").string(), "--out",
+                             (dir_ / out).string(), "--json", (dir_ / (out + ".json")).string()});
+    argv.insert(argv.end(), args.begin(), args.end());
+    env.insert({{"KILN_CACHE_DIR", (dir_ / "cache").string()}, {"KILN_NO_CACHE", std::nullopt}});
+    return run({.argv = argv, .env = env, .merge_stderr = false, .timeout = timeout});
+  }
+  json result(const std::string& out) const {
+    return json::parse(read_file(dir_ / (out + ".json")));
+  }
+  fs::path path(const std::string& name) const { return dir_ / name; }
+  size_t jobs() const { return jobs_.size(); }
+
+ private:
+  TempDirectory dir_;
+  json jobs_ = json::array();
+};
+
+// 22 C and 22 C++ object jobs, each a distinct function; with `cuda`, 2 cubin jobs for sm_90a
+// and 2 fatbin jobs for sm_80 built by nvcc.
+void add_mixed_jobs(DistProject& project, bool cuda) {
+  for (int i = 0; i < 22; ++i) {
+    project.add(fmt::format("c{}", i), fmt::format("c{}.c", i),
+                fmt::format("int c_fn_{0}(int x) {{ return x * {1} + {2}; }}\n", i, i + 3, 7 * i));
+    project.add(fmt::format("cxx{}", i), fmt::format("cxx{}.cc", i),
+                fmt::format("template <int N> struct Scale {{\n"
+                            "  static int apply(int x) {{ return x * N; }}\n}};\n"
+                            "int cxx_fn_{0}(int x) {{ return Scale<{1}>::apply(x) - {0}; }}\n",
+                            i, i + 2));
+  }
+  if (!cuda) return;
+  for (int i = 0; i < 4; ++i) {
+    bool cubin = i < 2;
+    project.add(fmt::format("k{}", i), fmt::format("k{}.cu", i),
+                fmt::format("extern \"C\" __global__ void k{0}(float* x) {{\n"
+                            "  x[threadIdx.x] = x[threadIdx.x] * {1}.5f + 1.0f;\n}}\n",
+                            i, i + 2),
+                {{"kind", "cuda"},
+                 {"backend", "nvcc"},
+                 {"format", cubin ? "cubin" : "fatbin"},
+                 {"arch", cubin ? "sm_90a" : "sm_80"}});
+  }
+}
+
+std::map<std::string, json> jobs_by_name(json result) {
+  std::map<std::string, json> jobs;
+  for (json job : result["jobs"]) jobs[job["name"].get<std::string>()] = job;
+  return jobs;
+}
+
+// cuobjdump: on PATH, else the one scripts/install-deps.sh puts in the project's venv (the
+// toolkit here has none).
+std::optional<fs::path> find_cuobjdump() {
+  if (std::optional<fs::path> found = which("cuobjdump")) return found;
+  std::error_code ec;
+  for (const auto& lib : fs::directory_iterator(KILN_SOURCE_DIR "/.deps/venv/lib", ec)) {
+    fs::path tool = lib.path() / "site-packages/nvidia/cu13/bin/cuobjdump";
+    if (fs::is_regular_file(tool)) return tool;
+  }
+  return std::nullopt;
+}
+
+// `cuobjdump -sass` of a cubin or fatbin, without the lines naming the file it read.
+std::string sass_listing(const fs::path& file) {
+  RunResult listing =
+      run({.argv = {find_cuobjdump()->string(), "-sass", file.string()}, .timeout = 60s});
+  std::string text;
+  std::istringstream lines(listing.output);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.find(file.filename().string()) == std::string::npos) text += line + "\n";
+  }
+  return listing.ok() ? text : "cuobjdump failed: " + listing.output;
+}
+
+// Every job of `built` has the output of the same job in `reference`: objects byte for byte,
+// CUDA binaries by their SASS listing.
+void expect_same_outputs(json reference, json built) {
+  std::map<std::string, json> expected = jobs_by_name(reference);
+  for (json job : built["jobs"]) {
+    std::string name = job["name"];
+    SCOPED_TRACE(name);
+    ASSERT_TRUE(job["output"].is_string()) << job.dump();
+    fs::path mine = job["output"].get<std::string>();
+    fs::path theirs = expected.at(name)["output"].get<std::string>();
+    if (job["kind"] == "cuda") {
+      std::string listing = sass_listing(mine);
+      EXPECT_NE(listing.find("Function : " + name), std::string::npos) << listing;
+      EXPECT_EQ(listing, sass_listing(theirs));
+    } else {
+      EXPECT_EQ(read_elf_machine(mine).value_or(0), 62) << mine;
+      EXPECT_TRUE(read_file(mine) == read_file(theirs)) << mine << " differs from " << theirs;
+    }
+  }
+}
+
+// Remote compiles kiln reports, per build server (a job's remote_hosts names one per compile).
+std::map<std::string, int> remote_compiles(json result) {
+  std::map<std::string, int> per_server;
+  for (json job : result["jobs"]) {
+    for (const json& host : job.value("remote_hosts", json::array())) {
+      ++per_server[host.get<std::string>()];
+    }
+  }
+  return per_server;
+}
+
+// The first build through the cluster: each object job one remote compile on the build server,
+// each cuda job two (cicc and ptxas; its host-side steps are no compiles to sccache).
+void expect_first_build_remote(json result, const std::string& server) {
+  for (json job : result["jobs"]) {
+    SCOPED_TRACE(job["name"].get<std::string>());
+    ASSERT_EQ(job["status"], "done") << job.dump(2);
+    EXPECT_EQ(job["engine"], "sccache") << job.dump(2);
+    EXPECT_EQ(job["ran"], "remote") << job.dump(2);
+    json hosts = job.value("remote_hosts", json::array());
+    size_t compiles = job["kind"] == "cuda" ? 2 : 1;  // cicc + ptxas, or the C/C++ compile
+    EXPECT_EQ(hosts, json(std::vector<std::string>(compiles, server))) << job.dump(2);
+    if (job["kind"] == "cuda") {
+      std::string detail = job.value("ran_detail", "");
+      EXPECT_NE(detail.find("PTX"), std::string::npos) << detail;
+      EXPECT_NE(detail.find("CUBIN"), std::string::npos) << detail;
+    }
+  }
+}
+
+// Every job done, and `ran` as expected; no new remote compile.
+void expect_every_job_ran(json result, const std::string& ran) {
+  for (json job : result["jobs"]) {
+    SCOPED_TRACE(job["name"].get<std::string>());
+    ASSERT_EQ(job["status"], "done") << job.dump(2);
+    EXPECT_EQ(job["ran"], ran) << job.dump(2);
+    EXPECT_TRUE(job.value("remote_hosts", json::array()).empty()) << job.dump(2);
+  }
+}
+
+TEST(DistSccacheCli, EveryCompileRunsRemotelyMatchesALocalBuildAndRebuildsFromTheCaches) {
+  NamespaceNetwork net(3);
+  SccacheCluster cluster(net, {.servers = 1});
+  if (cluster.missing_prerequisite()) GTEST_SKIP() << cluster.why();
+  ASSERT_TRUE(cluster.available()) << cluster.why();
+  bool cuda = which("nvcc").has_value() && find_cuobjdump().has_value();
+  if (!cuda) std::printf("no nvcc/cuobjdump: the cuda jobs are left out of this build\n");
+  DistProject project;
+  add_mixed_jobs(project, cuda);
+  project.write_manifest(120);
+  const std::string server = cluster.server_address(0);
+
+  RunResult local = project.build("local", {"--no-cache", "-j", "2"}, {});
+  ASSERT_EQ(local.exit_code, 0) << local.output << local.error_output;
+  RunResult remote = project.build("remote", {"--launcher", "sccache", "-j", "8"},
+                                   cluster.client_env(), cluster.client_prefix());
+  ASSERT_EQ(remote.exit_code, 0) << remote.output << remote.error_output << cluster.logs();
+  json first = project.result("remote");
+  ASSERT_EQ(first["jobs"].size(), project.jobs());
+  expect_first_build_remote(first, server);
+  // kiln's account, from its sccache servers' stats, against the scheduler's own log.
+  std::map<std::string, int> completed = cluster.completed_jobs();
+  EXPECT_EQ(remote_compiles(first), completed) << cluster.logs();
+  EXPECT_EQ(first["summary"]["ran"]["remote"], project.jobs()) << first["summary"].dump();
+  expect_same_outputs(project.result("local"), first);
+
+  // kiln's cache bypassed: sccache's cache serves every compile, nothing goes to the cluster.
+  RunResult engine = project.build("remote", {"--launcher", "sccache", "-j", "8", "--no-cache"},
+                                   cluster.client_env(), cluster.client_prefix());
+  ASSERT_EQ(engine.exit_code, 0) << engine.output << engine.error_output;
+  expect_every_job_ran(project.result("remote"), "engine-cache");
+  expect_same_outputs(project.result("local"), project.result("remote"));
+  // And with kiln's cache, kiln answers before sccache is asked.
+  RunResult cached = project.build("remote", {"--launcher", "sccache", "-j", "8"},
+                                   cluster.client_env(), cluster.client_prefix());
+  ASSERT_EQ(cached.exit_code, 0) << cached.output << cached.error_output;
+  expect_every_job_ran(project.result("remote"), "kiln-cache");
+  expect_same_outputs(project.result("local"), project.result("remote"));
+  EXPECT_EQ(cluster.completed_jobs(), completed) << "a rebuild compiled remotely again";
+}
+
+// 40 C++ jobs that each take about a second to compile (a constexpr loop), so that both build
+// servers are busy when one dies.
+void add_slow_jobs(DistProject& project) {
+  for (int i = 0; i < 40; ++i) {
+    project.add(fmt::format("slow{}", i), fmt::format("slow{}.cc", i),
+                fmt::format("constexpr unsigned long spin(unsigned long x) {{\n"
+                            "  for (unsigned long i = 0; i < 500; ++i)\n"
+                            "    for (unsigned long j = 0; j < 1000; ++j) x = x * 31 + (i ^ j);\n"
+                            "  return x;\n}}\n"
+                            "constexpr unsigned long kValue = spin({0});\n"
+                            "unsigned long slow_{0}() {{ return kValue; }}\n",
+                            i));
+  }
+}
+
+// Waits (at most `bound`) until the scheduler saw `count` jobs completed or the build ended.
+void wait_for_completed(const SccacheCluster& cluster, std::future<RunResult>& build, int count,
+                        std::chrono::seconds bound) {
+  auto deadline = std::chrono::steady_clock::now() + bound;
+  while (std::chrono::steady_clock::now() < deadline &&
+         build.wait_for(20ms) != std::future_status::ready) {
+    int seen = 0;
+    for (const auto& [server, n] : cluster.completed_jobs()) seen += n;
+    if (seen >= count) return;
+  }
+}
+
+// Nothing in `out` but the outputs of done jobs: no temporary, no output of a failed job.
+void expect_only_finished_outputs(const fs::path& out, json result) {
+  std::set<std::string> expected;
+  for (json job : result["jobs"]) {
+    if (job["status"] == "done") expected.insert(job["name"].get<std::string>() + ".o");
+  }
+  std::set<std::string> found;
+  for (const auto& entry : fs::recursive_directory_iterator(out)) {
+    std::string name = entry.path().filename().string();
+    EXPECT_FALSE(name.starts_with(".kiln-tmp-")) << entry.path();
+    found.insert(name);
+    if (expected.contains(name)) {
+      EXPECT_EQ(read_elf_machine(entry.path()).value_or(0), 62) << "truncated? " << entry.path();
+    }
+  }
+  EXPECT_EQ(found, expected);
+}
+
+// A build server SIGKILLed while the build runs. What happens (seen on this machine): the jobs it
+// had in hand fail on the client's side with a dist error and sccache compiles them locally
+// ("local"; its stats count dist_errors); the scheduler keeps the dead server listed until its
+// heartbeat times out, so a job it assigns there meanwhile also falls back to a local compile;
+// the other server goes on compiling. No job fails and nothing hangs.
+TEST(DistSccacheCli, ABuildServerKilledMidBuildFallsBackWithoutPartialOutput) {
+  NamespaceNetwork net(4);
+  SccacheCluster cluster(net, {.servers = 2});
+  if (cluster.missing_prerequisite()) GTEST_SKIP() << cluster.why();
+  ASSERT_TRUE(cluster.available()) << cluster.why();
+  DistProject project;
+  add_slow_jobs(project);
+  project.write_manifest(60);  // the job timeout the whole build stays within
+
+  std::future<RunResult> build = std::async(std::launch::async, [&] {
+    return project.build("out", {"--launcher", "sccache", "-j", "8"}, cluster.client_env(),
+                         cluster.client_prefix(), 240s);
+  });
+  wait_for_completed(cluster, build, 3, 120s);
+  bool mid_build = build.wait_for(0s) != std::future_status::ready;
+  std::map<std::string, int> before_kill = cluster.completed_jobs();
+  cluster.kill_server(0);
+  RunResult result = build.get();
+  ASSERT_FALSE(result.timed_out) << "kiln ran past its deadline\n" << result.output;
+  EXPECT_TRUE(mid_build) << "the build ended before the server was killed";
+
+  json report = project.result("out");
+  ASSERT_EQ(report["jobs"].size(), project.jobs());
+  std::map<std::string, int> ran;
+  for (json job : report["jobs"]) {
+    SCOPED_TRACE(job.dump(2));
+    std::string status = job["status"];
+    if (status == "done") {
+      ++ran[job["ran"].get<std::string>()];
+      EXPECT_TRUE(job["ran"] == "remote" || job["ran"] == "local");
+    } else {
+      // Clearly: the job's log says what failed.
+      EXPECT_EQ(status, "failed");
+      EXPECT_FALSE(job["log"].get<std::string>().empty());
+    }
+  }
+  EXPECT_EQ(result.exit_code, ran["remote"] + ran["local"] == 40 ? 0 : 1) << result.error_output;
+  expect_only_finished_outputs(project.path("out"), report);
+  // The survivor's remote compiles as the scheduler saw them; the dead one's, at most what it
+  // completed (one may have completed as its connection broke).
+  std::map<std::string, int> completed = cluster.completed_jobs();
+  std::map<std::string, int> reported = remote_compiles(report);
+  EXPECT_EQ(reported[cluster.server_address(1)], completed[cluster.server_address(1)]);
+  EXPECT_LE(reported[cluster.server_address(0)], completed[cluster.server_address(0)]);
+  std::printf(
+      "server 0 killed after %d completed; kiln: %d remote, %d local; scheduler: %d on "
+      "server 0, %d on server 1\n",
+      before_kill[cluster.server_address(0)], ran["remote"], ran["local"],
+      completed[cluster.server_address(0)], completed[cluster.server_address(1)]);
+}
+
+}  // namespace
+}  // namespace kiln
