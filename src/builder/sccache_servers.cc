@@ -138,8 +138,11 @@ struct SccacheServers::Server {
   std::future<RunResult> process;
 };
 
-SccacheServers::SccacheServers(std::string sccache, fs::path dir)
-    : sccache_(std::move(sccache)), dir_(std::move(dir)), stop_(internal::make_pipe()) {}
+SccacheServers::SccacheServers(std::string sccache, fs::path dir, Launcher::Environment server_env)
+    : sccache_(std::move(sccache)),
+      dir_(std::move(dir)),
+      server_env_(std::move(server_env)),
+      stop_(internal::make_pipe()) {}
 
 SccacheServers::~SccacheServers() {
   std::lock_guard lock(mutex_);
@@ -170,14 +173,15 @@ SccacheServers::Server& SccacheServers::server(int slot) {
   server = std::make_unique<Server>();
   server->socket = dir_ / fmt::format("sccache-{}.sock", slot);
   int stop = stop_.read.get();
-  server->process = std::async(std::launch::async, [this, stop, socket = server->socket] {
+  Launcher::Environment env = server_env_;
+  env.insert_or_assign("SCCACHE_NO_DAEMON", "1");
+  env.insert_or_assign("SCCACHE_SERVER_UDS", server->socket.string());
+  env.insert_or_assign("SCCACHE_IDLE_TIMEOUT", "0");
+  env.insert_or_assign("SCCACHE_SERVER_PORT", std::nullopt);
+  server->process = std::async(std::launch::async, [this, stop, env = std::move(env)] {
     RunScope scope({.cancel_fd = stop});
     // In the foreground (no daemon): kiln's child, in its own process group, killed with kiln.
-    return run({.argv = {sccache_, "--start-server"},
-                .env = {{"SCCACHE_NO_DAEMON", "1"},
-                        {"SCCACHE_SERVER_UDS", socket.string()},
-                        {"SCCACHE_IDLE_TIMEOUT", "0"},
-                        {"SCCACHE_SERVER_PORT", std::nullopt}}});
+    return run({.argv = {sccache_, "--start-server"}, .env = env});
   });
   auto deadline = std::chrono::steady_clock::now() + kStartLimit;
   while (!fs::exists(server->socket) && std::chrono::steady_clock::now() < deadline) {

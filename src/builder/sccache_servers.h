@@ -51,7 +51,9 @@ DistStatus parse_dist_status(std::string_view output);
 class SccacheServers {
  public:
   // `sccache`: the program; sockets go in `dir` (short: a Unix socket path has ~100 bytes).
-  SccacheServers(std::string sccache, std::filesystem::path dir);
+  // `server_env`: set in the servers' environment besides kiln's own (tests: a config of theirs).
+  SccacheServers(std::string sccache, std::filesystem::path dir,
+                 Launcher::Environment server_env = {});
   // Stops every server (sccache --stop-server, then its process group is killed) and waits.
   ~SccacheServers();
   SccacheServers(const SccacheServers&) = delete;
@@ -72,6 +74,7 @@ class SccacheServers {
 
   std::string sccache_;
   std::filesystem::path dir_;
+  Launcher::Environment server_env_;
   internal::Pipe stop_;  // written at the end: every server's RunScope is cancelled
   std::mutex mutex_;
   std::map<int, std::unique_ptr<Server>> servers_;
