@@ -14,7 +14,8 @@ namespace {
 using testing::read_file;
 
 std::string captured(const std::string& name) {
-  std::string text = read_file(std::string(KILN_SOURCE_DIR) + "/src/builder/testdata/icecc/" + name);
+  std::string text =
+      read_file(std::string(KILN_SOURCE_DIR) + "/src/builder/testdata/icecc/" + name);
   EXPECT_FALSE(text.empty()) << name << " is missing";
   return text;
 }
