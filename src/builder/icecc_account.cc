@@ -95,14 +95,14 @@ std::string local_detail(const Run& run) {
     std::string where = run.host.empty() ? "a remote compile" : "the remote compile on " + run.host;
     return "compiled here after " + where + " failed: " + run.failure;
   }
-  if (!run.local_reason.empty()) return "compiled here: " + run.local_reason;
+  if (!run.local_reason.empty()) return "compiled here (" + run.local_reason + ")";
   return "compiled here";
 }
 
 std::string describe(const Run& run) {
   if (run.compiled_here) return local_detail(run);
   if (!run.host.empty()) return "compiled on " + run.host;
-  return "icecc logged no compile (it stopped before compiling)";
+  return "no compile logged (it stopped before compiling)";
 }
 
 // The distinct descriptions in order of first appearance, each with its count when above one.
@@ -135,7 +135,7 @@ EngineAccount icecc_account(std::string_view client_log) {
   std::vector<Run> runs = read_runs(client_log);
   EngineAccount account;
   if (runs.empty()) {
-    account.detail = "icecc logged no compile";
+    account.detail = "icecc: it logged no compile";
     return account;
   }
   size_t remote = 0;
@@ -159,7 +159,7 @@ EngineAccount icecc_account(std::string_view client_log) {
   } else if (local > 0) {
     account.ran = "local";
   }
-  account.detail = join_details(details);
+  account.detail = "icecc: " + join_details(details);
   return account;
 }
 

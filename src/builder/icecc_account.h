@@ -13,7 +13,7 @@
 //
 //   Launcher::Environment env = icecc_log_env(work_dir / "icecc.log");   // set on the compile
 //   EngineAccount account = icecc_account(read_file(work_dir / "icecc.log"));
-//   // {"remote", "compiled on 10.77.0.3:10245", {"10.77.0.3:10245"}}
+//   // {"remote", "icecc: compiled on 10.77.0.3:10245", {"10.77.0.3:10245"}}
 #pragma once
 
 #include <filesystem>

@@ -42,29 +42,30 @@ TEST(IceccAccount, ACompileTheSchedulerSentToAServerIsRemote) {
   EngineAccount account = icecc_account(captured("remote.log"));
   EXPECT_EQ(account.ran, "remote");
   EXPECT_EQ(account.hosts, std::vector<std::string>{"10.77.0.3:10245"});
-  EXPECT_EQ(account.detail, "compiled on 10.77.0.3:10245");
+  EXPECT_EQ(account.detail, "icecc: compiled on 10.77.0.3:10245");
 }
 
 TEST(IceccAccount, ACompileTheSchedulerGaveToThisHostIsLocal) {
   EngineAccount account = icecc_account(captured("scheduled_here.log"));
   EXPECT_EQ(account.ran, "local");
   EXPECT_TRUE(account.hosts.empty());
-  EXPECT_EQ(account.detail, "compiled here: the scheduler gave the compile to this host");
+  EXPECT_EQ(account.detail, "icecc: compiled here (the scheduler gave the compile to this host)");
 }
 
 TEST(IceccAccount, ACommandThatIsNoCompileIsLocalWithIceccsReason) {
   EngineAccount account = icecc_account(captured("not_a_compile.log"));
   EXPECT_EQ(account.ran, "local");
-  EXPECT_EQ(account.detail, "compiled here: neither -c nor -S argument, building locally");
+  EXPECT_EQ(account.detail, "icecc: compiled here (neither -c nor -S argument, building locally)");
 }
 
 TEST(IceccAccount, AServerKilledMidCompileIsALocalFallbackNamingServerAndError) {
   EngineAccount account = icecc_account(captured("server_killed.log"));
   EXPECT_EQ(account.ran, "local");
   EXPECT_TRUE(account.hosts.empty());
-  EXPECT_EQ(account.detail,
-            "compiled here after the remote compile on 10.77.0.4:10245 failed: Error 14 - error "
-            "reading message from remote (10.77.0.4)");
+  EXPECT_EQ(
+      account.detail,
+      "icecc: compiled here after the remote compile on 10.77.0.4:10245 failed: Error 14 - error "
+      "reading message from remote (10.77.0.4)");
 }
 
 TEST(IceccAccount, ARemoteCompileErrorRecompiledHereIsLocal) {
@@ -78,7 +79,7 @@ TEST(IceccAccount, ARemoteCompileErrorRecompiledHereIsLocal) {
 TEST(IceccAccount, NoDaemonToAskIsLocal) {
   EngineAccount account = icecc_account(captured("no_daemon.log"));
   EXPECT_EQ(account.ran, "local");
-  EXPECT_EQ(account.detail, "compiled here: no local iceccd answered");
+  EXPECT_EQ(account.detail, "icecc: compiled here (no local iceccd answered)");
 }
 
 TEST(IceccAccount, OneLocalAndOneRemoteCompileInOneLogAreMixed) {
@@ -86,7 +87,7 @@ TEST(IceccAccount, OneLocalAndOneRemoteCompileInOneLogAreMixed) {
   EXPECT_EQ(account.ran, "mixed");
   EXPECT_EQ(account.hosts, std::vector<std::string>{"10.77.0.3:10245"});
   EXPECT_EQ(account.detail,
-            "compiled here: the scheduler gave the compile to this host; compiled on "
+            "icecc: compiled here (the scheduler gave the compile to this host); compiled on "
             "10.77.0.3:10245");
 }
 
@@ -104,7 +105,7 @@ TEST(IceccAccount, APidUsedAgainStartsANewRunAndRepeatsAreCounted) {
   EngineAccount account = icecc_account(log + log);
   EXPECT_EQ(account.ran, "remote");
   EXPECT_EQ(account.hosts, std::vector<std::string>{"10.77.0.3:10245"});
-  EXPECT_EQ(account.detail, "compiled on 10.77.0.3:10245 (2 compiles)");
+  EXPECT_EQ(account.detail, "icecc: compiled on 10.77.0.3:10245 (2 compiles)");
 }
 
 TEST(IceccAccount, ALogWithoutACompileSaysSo) {
@@ -112,7 +113,7 @@ TEST(IceccAccount, ALogWithoutACompileSaysSo) {
     EngineAccount account = icecc_account(log);
     EXPECT_EQ(account.ran, "");
     EXPECT_TRUE(account.hosts.empty());
-    EXPECT_EQ(account.detail, "icecc logged no compile");
+    EXPECT_EQ(account.detail, "icecc: it logged no compile");
   }
 }
 
@@ -121,7 +122,7 @@ TEST(IceccAccount, ARunCutShortBeforeItsOutcomeIsNotCounted) {
   log = log.substr(0, log.find("Have to use host"));  // icecc stopped while asking for a host
   EngineAccount account = icecc_account(log);
   EXPECT_EQ(account.ran, "");
-  EXPECT_EQ(account.detail, "icecc logged no compile (it stopped before compiling)");
+  EXPECT_EQ(account.detail, "icecc: no compile logged (it stopped before compiling)");
 }
 
 TEST(IceccAccount, TheLogEnvironmentNamesAnAbsoluteFileAtDebugLevel) {
