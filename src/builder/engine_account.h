@@ -1,8 +1,6 @@
-// Where a job's compiles ran, in the words of the distributing engine that ran them (sccache,
-// icecc, distcc): kiln reads this from the engine's own stats or log, never guesses it.
-//
-//   EngineAccount account = icecc_account(read_file(log));
-//   // {.ran = "remote", .detail = "compiled on 10.77.0.3:10245", .hosts = {"10.77.0.3:10245"}}
+// Where a job's compiles ran, as the distributing engine (sccache, icecc, distcc) itself tells it:
+// sccache's statistics, icecc's and distcc's client logs. Never inferred from timing or the
+// configuration.
 #pragma once
 
 #include <string>
@@ -11,9 +9,13 @@
 namespace kiln::build::detail {
 
 struct EngineAccount {
-  std::string ran; /* "remote"|"local"|"mixed" */
-  std::string detail;
-  std::vector<std::string> hosts;
+  // "remote" (every compile it ran went to a build server), "local", "mixed" (some of each), or
+  // "engine-cache" (all served from the engine's cache); "" when the engine said nothing.
+  std::string ran{};
+  // In the engine's terms: "sccache: 2 compiles on 10.0.0.2:10501", "icecc: compiled locally".
+  std::string detail{};
+  // The build servers that ran its compiles.
+  std::vector<std::string> hosts{};
 };
 
 }  // namespace kiln::build::detail

@@ -10,6 +10,7 @@
 #include "internal/files.h"
 #include "kiln/direct_cache.h"
 #include "kiln/error.h"
+#include "kiln/paths.h"
 #include "kiln/temp_directory.h"
 
 namespace kiln::build::detail {
@@ -117,6 +118,42 @@ BuildRunner::BuildRunner(const Manifest& manifest, const Options& options, int t
     nvrtc_workers_.push_back(std::make_unique<pool::Worker>(std::move(worker)));
   }
   work_dirs_.resize(static_cast<size_t>(std::max(threads, 0)));
+  bool sccache = false;
+  for (const Job& job : manifest.jobs) {
+    routes_.push_back(route_of(job, options));
+    sccache = sccache || routes_.back().launcher == "sccache";
+  }
+  std::optional<fs::path> program = sccache ? which("sccache") : std::nullopt;
+  if (program && threads > 0) {  // without it, such jobs are skipped naming it
+    sccache_dir_.emplace();
+    sccache_ = std::make_unique<SccacheServers>(program->string(), sccache_dir_->path());
+  }
+}
+
+Launcher::Environment BuildRunner::launcher_env(const Route& route, int worker,
+                                                const fs::path& work) {
+  if (route.launcher == "sccache" && sccache_) return sccache_->client_env(worker);
+  (void)work;
+  return {};
+}
+
+void BuildRunner::perform_and_account(const Recipe& recipe, const Route& route, int worker,
+                                      const fs::path& work, Attempt& attempt) {
+  (void)work;
+  attempt.engine = route.launcher;
+  if (!route.why_local.empty()) attempt.account = {.ran = "local", .detail = route.why_local};
+  if (route.launcher != "sccache" || !sccache_) {
+    perform(recipe);
+    return;
+  }
+  SccacheStats before = sccache_->stats(worker);
+  try {
+    perform(recipe);
+  } catch (...) {
+    attempt.account = sccache_account(before, sccache_->stats(worker));
+    throw;
+  }
+  attempt.account = sccache_account(before, sccache_->stats(worker));
 }
 
 const fs::path& BuildRunner::work_dir(int worker) {
@@ -144,11 +181,14 @@ Attempt BuildRunner::run(std::size_t index, const RunScope::Limits& limits, int 
   RunScope scope(limits);          // finding the tools runs them too (--version): under the limits
   std::optional<RunScope> making;  // the job's own tool runs, apart from those probes
   Attempt attempt;
+  Attempt where;
   try {
-    attempt = make(index, limits, worker, making);
+    attempt = make(index, limits, worker, making, where);
   } catch (...) {
     attempt = attempt_of_exception();
   }
+  attempt.engine = std::move(where.engine);
+  attempt.account = std::move(where.account);
   if (making) {  // tool probes (--version) are not the job's commands
     for (const auto& record : making->runs()) attempt.commands.push_back(record.command_line);
   }
@@ -156,7 +196,7 @@ Attempt BuildRunner::run(std::size_t index, const RunScope::Limits& limits, int 
 }
 
 Attempt BuildRunner::make(std::size_t index, const RunScope::Limits& limits, int worker,
-                          std::optional<RunScope>& making) {
+                          std::optional<RunScope>& making, Attempt& where) {
   const Job& job = manifest_.jobs[index];
   const fs::path& work = work_dir(worker);
   struct Emptied {  // on every way out, the next job finds the directory empty
@@ -173,6 +213,8 @@ Attempt BuildRunner::make(std::size_t index, const RunScope::Limits& limits, int
                       .out_dir = out_dir_,
                       .inputs = inputs_of(index),
                       .nvrtc_worker = nvrtc_workers_[static_cast<size_t>(worker)].get()};
+  const Route& route = routes_[index];
+  workspace.launcher_env = launcher_env(route, worker, work);
   JobRecipe prepared = prepare(job, options_, workspace, tools_);
   if (!prepared.skip_reason.empty()) {
     return {.result = Attempt::Result::skipped, .log = prepared.skip_reason};
@@ -191,7 +233,7 @@ Attempt BuildRunner::make(std::size_t index, const RunScope::Limits& limits, int
     }
   }
   making.emplace(limits);
-  perform(prepared.recipe);
+  perform_and_account(prepared.recipe, route, worker, work, where);
   std::string log = printed(making->runs());  // not what a header scan for the cache prints
   const fs::path& made = workspace.output;
   std::string bytes = internal::read_file(made, "the job made no output");
