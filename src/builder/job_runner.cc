@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "distcc_account.h"
+#include "icecc_account.h"
 #include "internal/files.h"
 #include "kiln/direct_cache.h"
 #include "kiln/error.h"
@@ -140,6 +141,7 @@ Launcher::Environment BuildRunner::launcher_env(const Route& route, int worker,
                                                 const fs::path& work) {
   if (route.launcher == "sccache" && sccache_) return sccache_->client_env(worker);
   if (route.launcher == "distcc") return distcc_log_env(account_log(route, work));
+  if (route.launcher == "icecc") return icecc_log_env(account_log(route, work));
   return {};
 }
 
@@ -152,9 +154,10 @@ void BuildRunner::perform_and_account(const Recipe& recipe, const Route& route, 
     account = [this, worker, before = sccache_->stats(worker)] {
       return sccache_account(before, sccache_->stats(worker));
     };
-  } else if (route.launcher == "distcc") {
-    account = [log = account_log(route, work)] {
-      return distcc_account(internal::is_file(log) ? internal::read_file(log) : "");
+  } else if (route.launcher == "distcc" || route.launcher == "icecc") {
+    account = [log = account_log(route, work), icecc = route.launcher == "icecc"] {
+      std::string text = internal::is_file(log) ? internal::read_file(log) : "";
+      return icecc ? icecc_account(text) : distcc_account(text);
     };
   }
   if (!account) {
