@@ -134,6 +134,7 @@ BuildRunner::BuildRunner(const Manifest& manifest, const Options& options, int t
   if (program && threads > 0) {  // without it, such jobs are skipped naming it
     sccache_dir_.emplace();
     sccache_ = std::make_unique<SccacheServers>(program->string(), sccache_dir_->path());
+    sccache_->start(threads);  // all before the first compile (sccache_servers.h says why)
   }
 }
 

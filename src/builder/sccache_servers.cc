@@ -198,6 +198,15 @@ SccacheServers::Server& SccacheServers::server(int slot) {
   return *server;
 }
 
+void SccacheServers::start(int slots) {
+  for (int slot = 0; slot < slots; ++slot) {
+    try {
+      server(slot);
+    } catch (const Error&) {  // NOLINT(bugprone-empty-catch): client_env() reports it per job
+    }
+  }
+}
+
 Launcher::Environment SccacheServers::client_env(int slot) {
   // Were kiln's server gone, a client would start a detached one of its own: it then ends 30 s
   // after its last compile instead of outliving the build for good.

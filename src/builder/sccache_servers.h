@@ -62,6 +62,12 @@ class SccacheServers {
   // The environment of an sccache client that uses `slot`'s server, which is started (and
   // waited for) on first use. Throws Error when it does not start or has stopped.
   Launcher::Environment client_env(int slot);
+  // Starts the servers of slots 0..slots-1 now, one after another, before any compile runs on
+  // them. A server clears its toolchain staging directory ([dist] cache_dir/client/toolchain_tmp,
+  // shared by all of them) when it starts, which deletes a toolchain another server is packaging
+  // there at that moment: that compile then falls back to a local one ("failed to open file
+  // .../toolchain_tmp/.tmpXXXX"). A server that does not start is left to client_env() to report.
+  void start(int slots);
   // `slot`'s server's statistics now.
   SccacheStats stats(int slot);
   // The cluster as `slot`'s server sees it (it starts the server).
