@@ -362,11 +362,12 @@ void expect_only_finished_outputs(const fs::path& out, json result) {
   EXPECT_EQ(found, expected);
 }
 
-// A build server SIGKILLed while the build runs. What happens (seen on this machine): the jobs it
-// had in hand fail on the client's side with a dist error and sccache compiles them locally
-// ("local"; its stats count dist_errors); the scheduler keeps the dead server listed until its
-// heartbeat times out, so a job it assigns there meanwhile also falls back to a local compile;
-// the other server goes on compiling. No job fails and nothing hangs.
+// A build server SIGKILLed while the build runs. What happens (seen on this machine, every run):
+// the jobs it had in hand fail on the client's side with a dist error and sccache compiles them
+// locally, and so do the jobs the scheduler still assigns to it until it stops listing it: kiln
+// reports them "local", "sccache: 1 compile locally after 1 failed distribution (fell back)"
+// (about 10 of the 40; without the kill all 40 ran remotely). The other server goes on
+// compiling; no job fails; the build ends in about 30 s, within its 60 s job timeout.
 TEST(DistSccacheCli, ABuildServerKilledMidBuildFallsBackWithoutPartialOutput) {
   NamespaceNetwork net(4);
   SccacheCluster cluster(net, {.servers = 2});
@@ -376,8 +377,9 @@ TEST(DistSccacheCli, ABuildServerKilledMidBuildFallsBackWithoutPartialOutput) {
   add_slow_jobs(project);
   project.write_manifest(60);  // the job timeout the whole build stays within
 
+  // -j 4: what 2 build servers of 2 CPUs take without refusing a job for capacity.
   std::future<RunResult> build = std::async(std::launch::async, [&] {
-    return project.build("out", {"--launcher", "sccache", "-j", "8"}, cluster.client_env(),
+    return project.build("out", {"--launcher", "sccache", "-j", "4"}, cluster.client_env(),
                          cluster.client_prefix(), 240s);
   });
   wait_for_completed(cluster, build, 3, 120s);
@@ -397,6 +399,9 @@ TEST(DistSccacheCli, ABuildServerKilledMidBuildFallsBackWithoutPartialOutput) {
     if (status == "done") {
       ++ran[job["ran"].get<std::string>()];
       EXPECT_TRUE(job["ran"] == "remote" || job["ran"] == "local");
+      if (job["ran_detail"].get<std::string>().find("fell back") != std::string::npos) {
+        ++ran["fell back"];
+      }
     } else {
       // Clearly: the job's log says what failed.
       EXPECT_EQ(status, "failed");
@@ -404,6 +409,9 @@ TEST(DistSccacheCli, ABuildServerKilledMidBuildFallsBackWithoutPartialOutput) {
     }
   }
   EXPECT_EQ(result.exit_code, ran["remote"] + ran["local"] == 40 ? 0 : 1) << result.error_output;
+  if (mid_build) {
+    EXPECT_GE(ran["fell back"], 1) << "no job noticed the dead server";
+  }
   expect_only_finished_outputs(project.path("out"), report);
   // The survivor's remote compiles as the scheduler saw them; the dead one's, at most what it
   // completed (one may have completed as its connection broke).
@@ -412,9 +420,9 @@ TEST(DistSccacheCli, ABuildServerKilledMidBuildFallsBackWithoutPartialOutput) {
   EXPECT_EQ(reported.at_least[cluster.server_address(1)], completed[cluster.server_address(1)]);
   EXPECT_LE(reported.at_least[cluster.server_address(0)], completed[cluster.server_address(0)]);
   std::printf(
-      "server 0 killed after %d completed; kiln: %d remote, %d local; scheduler: %d on "
-      "server 0, %d on server 1\n",
-      before_kill[cluster.server_address(0)], ran["remote"], ran["local"],
+      "server 0 killed after %d completed; kiln: %d remote, %d local (%d after a failed "
+      "distribution); scheduler: %d on server 0, %d on server 1\n",
+      before_kill[cluster.server_address(0)], ran["remote"], ran["local"], ran["fell back"],
       completed[cluster.server_address(0)], completed[cluster.server_address(1)]);
 }
 
