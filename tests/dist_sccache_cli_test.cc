@@ -120,9 +120,9 @@ void add_mixed_jobs(DistProject& project, bool cuda) {
   }
 }
 
-std::map<std::string, json> jobs_by_name(json result) {
+std::map<std::string, json> jobs_by_name(const json& result) {
   std::map<std::string, json> jobs;
-  for (json job : result["jobs"]) jobs[job["name"].get<std::string>()] = job;
+  for (const json& job : result.at("jobs")) jobs[job.at("name").get<std::string>()] = job;
   return jobs;
 }
 
@@ -152,15 +152,15 @@ std::string sass_listing(const fs::path& file) {
 
 // Every job of `built` has the output of the same job in `reference`: objects byte for byte,
 // CUDA binaries by their SASS listing.
-void expect_same_outputs(json reference, json built) {
+void expect_same_outputs(const json& reference, const json& built) {
   std::map<std::string, json> expected = jobs_by_name(reference);
-  for (json job : built["jobs"]) {
-    std::string name = job["name"];
+  for (const json& job : built.at("jobs")) {
+    std::string name = job.at("name");
     SCOPED_TRACE(name);
-    ASSERT_TRUE(job["output"].is_string()) << job.dump();
-    fs::path mine = job["output"].get<std::string>();
-    fs::path theirs = expected.at(name)["output"].get<std::string>();
-    if (job["kind"] == "cuda") {
+    ASSERT_TRUE(job.at("output").is_string()) << job.dump();
+    fs::path mine = job.at("output").get<std::string>();
+    fs::path theirs = expected.at(name).at("output").get<std::string>();
+    if (job.at("kind") == "cuda") {
       std::string listing = sass_listing(mine);
       EXPECT_NE(listing.find("Function : " + name), std::string::npos) << listing;
       EXPECT_EQ(listing, sass_listing(theirs));
@@ -172,10 +172,10 @@ void expect_same_outputs(json reference, json built) {
 }
 
 // The compiles of a job: 1 for a C/C++ object, 2 for an nvcc job (cicc and ptxas).
-int compiles_of(json job) { return job["kind"] == "cuda" ? 2 : 1; }
+int compiles_of(const json& job) { return job.at("kind") == "cuda" ? 2 : 1; }
 
 // "a, b" for {"a", "b"}, as kiln's details list hosts.
-std::string joined(json hosts) {
+std::string joined(const json& hosts) {
   std::string text;
   for (const json& host : hosts) text += (text.empty() ? "" : ", ") + host.get<std::string>();
   return text;
@@ -189,10 +189,10 @@ struct RemoteCompiles {
   std::map<std::string, int> at_least{};
 };
 
-RemoteCompiles remote_compiles(json result) {
+RemoteCompiles remote_compiles(const json& result) {
   static const std::regex kCount(R"(^sccache: (\d+)( of \d+)? compiles? on )");
   RemoteCompiles compiles;
-  for (json job : result["jobs"]) {
+  for (const json& job : result.at("jobs")) {
     json hosts = job.value("remote_hosts", json::array());
     if (hosts.empty()) continue;
     std::string detail = job.value("ran_detail", "");
@@ -224,51 +224,51 @@ void expect_accounts_agree(const RemoteCompiles& reported,
 }
 
 // A fatbin job, which kiln keeps local (see the top of this file).
-bool kept_local(json job) {
-  return job["kind"] == "cuda" && job["output"].get<std::string>().ends_with(".fatbin");
+bool kept_local(const json& job) {
+  return job.at("kind") == "cuda" && job.at("output").get<std::string>().ends_with(".fatbin");
 }
 
 // The first build through the cluster: every compile of every job ran on one of the build
 // servers (an nvcc job's host-side steps are no compiles to sccache); fatbin jobs locally, saying
 // why.
-void expect_first_build_remote(json result, const std::set<std::string>& servers) {
-  for (json job : result["jobs"]) {
-    SCOPED_TRACE(job["name"].get<std::string>());
-    ASSERT_EQ(job["status"], "done") << job.dump(2);
+void expect_first_build_remote(const json& result, const std::set<std::string>& servers) {
+  for (const json& job : result.at("jobs")) {
+    SCOPED_TRACE(job.at("name").get<std::string>());
+    ASSERT_EQ(job.at("status"), "done") << job.dump(2);
     if (kept_local(job)) {
-      EXPECT_EQ(job["ran"], "local") << job.dump(2);
-      EXPECT_NE(job["ran_detail"].get<std::string>().find("--fatbin"), std::string::npos);
-      EXPECT_TRUE(job["remote_hosts"].empty()) << job.dump(2);
+      EXPECT_EQ(job.at("ran"), "local") << job.dump(2);
+      EXPECT_NE(job.at("ran_detail").get<std::string>().find("--fatbin"), std::string::npos);
+      EXPECT_TRUE(job.at("remote_hosts").empty()) << job.dump(2);
       continue;
     }
-    EXPECT_EQ(job["engine"], "sccache") << job.dump(2);
-    EXPECT_EQ(job["ran"], "remote") << job.dump(2);
+    EXPECT_EQ(job.at("engine"), "sccache") << job.dump(2);
+    EXPECT_EQ(job.at("ran"), "remote") << job.dump(2);
     int compiles = compiles_of(job);
-    json hosts = job["remote_hosts"];
+    json hosts = job.at("remote_hosts");
     EXPECT_TRUE(!hosts.empty() && hosts.size() <= static_cast<size_t>(compiles)) << job.dump(2);
     for (const json& host : hosts) EXPECT_TRUE(servers.contains(host.get<std::string>())) << host;
-    EXPECT_EQ(job["ran_detail"], fmt::format("sccache: {} compile{} on {}", compiles,
-                                             compiles == 1 ? "" : "s", joined(hosts)));
+    EXPECT_EQ(job.at("ran_detail"), fmt::format("sccache: {} compile{} on {}", compiles,
+                                                compiles == 1 ? "" : "s", joined(hosts)));
   }
 }
 
 // Every job done from a cache, no remote compile: sccache's (each compile a hit) or kiln's (no
 // engine asked at all). Fatbin jobs: local again without kiln's cache.
-void expect_every_job_from(json result, const std::string& cache) {
-  for (json job : result["jobs"]) {
-    SCOPED_TRACE(job["name"].get<std::string>());
-    EXPECT_EQ(job["status"], cache == "kiln-cache" ? "cached" : "done") << job.dump(2);
+void expect_every_job_from(const json& result, const std::string& cache) {
+  for (const json& job : result.at("jobs")) {
+    SCOPED_TRACE(job.at("name").get<std::string>());
+    EXPECT_EQ(job.at("status"), cache == "kiln-cache" ? "cached" : "done") << job.dump(2);
     EXPECT_TRUE(job.value("remote_hosts", json::array()).empty()) << job.dump(2);
     if (cache == "engine-cache" && kept_local(job)) {
-      EXPECT_EQ(job["ran"], "local") << job.dump(2);
+      EXPECT_EQ(job.at("ran"), "local") << job.dump(2);
     } else if (cache == "engine-cache") {
-      EXPECT_EQ(job["ran"], cache) << job.dump(2);
+      EXPECT_EQ(job.at("ran"), cache) << job.dump(2);
       int compiles = compiles_of(job);
-      EXPECT_EQ(job["ran_detail"],
+      EXPECT_EQ(job.at("ran_detail"),
                 fmt::format("sccache: {} cache hit{}", compiles, compiles == 1 ? "" : "s"));
     } else {
-      EXPECT_EQ(job["ran"], cache) << job.dump(2);
-      EXPECT_EQ(job["engine"], "") << job.dump(2);
+      EXPECT_EQ(job.at("ran"), cache) << job.dump(2);
+      EXPECT_EQ(job.at("engine"), "") << job.dump(2);
     }
   }
 }
@@ -292,14 +292,15 @@ TEST(DistSccacheCli, EveryCompileRunsRemotelyMatchesALocalBuildAndRebuildsFromTh
                                    cluster.client_env(), cluster.client_prefix());
   ASSERT_EQ(remote.exit_code, 0) << remote.output << remote.error_output << cluster.logs();
   json first = project.result("remote");
-  ASSERT_EQ(first["jobs"].size(), project.jobs());
+  ASSERT_EQ(first.at("jobs").size(), project.jobs());
   expect_first_build_remote(first, servers);
   // kiln's account, from its sccache servers' stats, against the scheduler's own log.
   std::map<std::string, int> completed = cluster.completed_jobs();
   expect_accounts_agree(remote_compiles(first), completed);
   size_t fatbins = cuda ? 2 : 0;
-  EXPECT_EQ(first["summary"]["ran"]["remote"], project.jobs() - fatbins) << first["summary"];
-  EXPECT_EQ(first["summary"]["ran"].value("local", 0u), fatbins) << first["summary"];
+  EXPECT_EQ(first.at("summary").at("ran").at("remote"), project.jobs() - fatbins)
+      << first.at("summary");
+  EXPECT_EQ(first.at("summary").at("ran").value("local", 0u), fatbins) << first.at("summary");
   expect_same_outputs(project.result("local"), first);
 
   // kiln's cache bypassed: sccache's cache serves every compile, nothing goes to the cluster.
@@ -345,10 +346,10 @@ void wait_for_completed(const SccacheCluster& cluster, std::future<RunResult>& b
 }
 
 // Nothing in `out` but the outputs of done jobs: no temporary, no output of a failed job.
-void expect_only_finished_outputs(const fs::path& out, json result) {
+void expect_only_finished_outputs(const fs::path& out, const json& result) {
   std::set<std::string> expected;
-  for (json job : result["jobs"]) {
-    if (job["status"] == "done") expected.insert(job["name"].get<std::string>() + ".o");
+  for (const json& job : result.at("jobs")) {
+    if (job.at("status") == "done") expected.insert(job.at("name").get<std::string>() + ".o");
   }
   std::set<std::string> found;
   for (const auto& entry : fs::recursive_directory_iterator(out)) {
@@ -391,21 +392,21 @@ TEST(DistSccacheCli, ABuildServerKilledMidBuildFallsBackWithoutPartialOutput) {
   EXPECT_TRUE(mid_build) << "the build ended before the server was killed";
 
   json report = project.result("out");
-  ASSERT_EQ(report["jobs"].size(), project.jobs());
+  ASSERT_EQ(report.at("jobs").size(), project.jobs());
   std::map<std::string, int> ran;
-  for (json job : report["jobs"]) {
+  for (const json& job : report.at("jobs")) {
     SCOPED_TRACE(job.dump(2));
-    std::string status = job["status"];
+    std::string status = job.at("status");
     if (status == "done") {
-      ++ran[job["ran"].get<std::string>()];
-      EXPECT_TRUE(job["ran"] == "remote" || job["ran"] == "local");
-      if (job["ran_detail"].get<std::string>().find("fell back") != std::string::npos) {
+      ++ran[job.at("ran").get<std::string>()];
+      EXPECT_TRUE(job.at("ran") == "remote" || job.at("ran") == "local");
+      if (job.at("ran_detail").get<std::string>().find("fell back") != std::string::npos) {
         ++ran["fell back"];
       }
     } else {
       // Clearly: the job's log says what failed.
       EXPECT_EQ(status, "failed");
-      EXPECT_FALSE(job["log"].get<std::string>().empty());
+      EXPECT_FALSE(job.at("log").get<std::string>().empty());
     }
   }
   EXPECT_EQ(result.exit_code, ran["remote"] + ran["local"] == 40 ? 0 : 1) << result.error_output;

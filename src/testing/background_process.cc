@@ -13,8 +13,6 @@
 
 #include "testing/test_support.h"
 
-extern char** environ;
-
 namespace kiln::testing {
 namespace {
 
@@ -33,7 +31,12 @@ std::vector<std::string> environment_with(const BackgroundProcess::Environment& 
     }
   }
   std::vector<std::string> out;
-  for (const auto& [name, value] : merged) out.push_back(name + "=" + value);
+  for (const auto& [name, value] : merged) {
+    std::string entry = name;
+    entry += '=';
+    entry += value;
+    out.push_back(std::move(entry));
+  }
   return out;
 }
 
