@@ -64,10 +64,10 @@ TEST(IcecreamCluster, ACompileOnTheClientHostRunsOnAServer) {
   EXPECT_EQ(read_file(work / "tiny.o"), read_file(work / "local.o"));
 }
 
-// Long enough to compile that the server can be killed while it does: several seconds at -O2.
+// Long enough to compile that the server can be killed while it does: a second or more at -O2.
 std::string slow_source() {
   std::string code;
-  for (int i = 0; i < 2000; ++i) {
+  for (int i = 0; i < 600; ++i) {
     code += "int f" + std::to_string(i) +
             "(int x) { int s = 0; for (int j = 0; j < x; j++) s += j * " + std::to_string(i) +
             " ^ (s >> 3); return s; }\n";
