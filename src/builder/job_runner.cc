@@ -7,6 +7,8 @@
 
 #include <fmt/format.h>
 
+#include "distcc_account.h"
+#include "icecc_account.h"
 #include "internal/files.h"
 #include "kiln/direct_cache.h"
 #include "kiln/error.h"
@@ -58,6 +60,11 @@ Attempt attempt_of_exception() {
   } catch (const std::exception& e) {
     return failed(std::nullopt, e.what());
   }
+}
+
+// Where a launcher that accounts for a job in a log of its own writes it: in the job's directory.
+fs::path account_log(const Route& route, const fs::path& work) {
+  return work / fmt::format("kiln-{}.log", route.launcher);
 }
 
 // What the tools of a job printed (warnings, ptxas' resource lines), one after the other.
@@ -133,27 +140,37 @@ BuildRunner::BuildRunner(const Manifest& manifest, const Options& options, int t
 Launcher::Environment BuildRunner::launcher_env(const Route& route, int worker,
                                                 const fs::path& work) {
   if (route.launcher == "sccache" && sccache_) return sccache_->client_env(worker);
-  (void)work;
+  if (route.launcher == "distcc") return distcc_log_env(account_log(route, work));
+  if (route.launcher == "icecc") return icecc_log_env(account_log(route, work));
   return {};
 }
 
 void BuildRunner::perform_and_account(const Recipe& recipe, const Route& route, int worker,
                                       const fs::path& work, Attempt& attempt) {
-  (void)work;
   attempt.engine = route.launcher;
   if (!route.why_local.empty()) attempt.account = {.ran = "local", .detail = route.why_local};
-  if (route.launcher != "sccache" || !sccache_) {
+  std::function<EngineAccount()> account;
+  if (route.launcher == "sccache" && sccache_) {
+    account = [this, worker, before = sccache_->stats(worker)] {
+      return sccache_account(before, sccache_->stats(worker));
+    };
+  } else if (route.launcher == "distcc" || route.launcher == "icecc") {
+    account = [log = account_log(route, work), icecc = route.launcher == "icecc"] {
+      std::string text = internal::is_file(log) ? internal::read_file(log) : "";
+      return icecc ? icecc_account(text) : distcc_account(text);
+    };
+  }
+  if (!account) {
     perform(recipe);
     return;
   }
-  SccacheStats before = sccache_->stats(worker);
   try {
     perform(recipe);
   } catch (...) {
-    attempt.account = sccache_account(before, sccache_->stats(worker));
+    attempt.account = account();
     throw;
   }
-  attempt.account = sccache_account(before, sccache_->stats(worker));
+  attempt.account = account();
 }
 
 const fs::path& BuildRunner::work_dir(int worker) {
