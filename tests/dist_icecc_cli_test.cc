@@ -13,6 +13,7 @@
 #include <set>
 #include <thread>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -37,20 +38,21 @@ constexpr int kJobs = 24;
 json object_jobs() {
   json jobs = json::array();
   for (int i = 0; i < kJobs; ++i) {
-    std::string n = std::to_string(i);
     if (i % 2 == 0) {
-      jobs.push_back({{"name", "c" + n},
+      jobs.push_back({{"name", fmt::format("c{}", i)},
                       {"kind", "object"},
                       {"language", "c"},
-                      {"code", "#include <string.h>\nint c" + n +
-                                   "(const char* s) { return (int)strlen(s) * " + n + "; }\n"}});
+                      {"code", fmt::format("#include <string.h>\nint c{0}(const char* s) {{ return "
+                                           "(int)strlen(s) * {0}; }}\n",
+                                           i)}});
     } else {
-      jobs.push_back({{"name", "cxx" + n},
-                      {"kind", "object"},
-                      {"language", "c++"},
-                      {"code", "#include <vector>\nint cxx" + n +
-                                   "(const std::vector<int>& v) { int s = " + n +
-                                   "; for (int x : v) s += x; return s; }\n"}});
+      jobs.push_back(
+          {{"name", fmt::format("cxx{}", i)},
+           {"kind", "object"},
+           {"language", "c++"},
+           {"code", fmt::format("#include <vector>\nint cxx{0}(const std::vector<int>& v) "
+                                "{{ int s = {0}; for (int x : v) s += x; return s; }}\n",
+                                i)}});
     }
   }
   return jobs;
@@ -59,7 +61,8 @@ json object_jobs() {
 // kiln build of `manifest` into `out`, optionally through `prefix` (another host's namespace).
 RunResult kiln_build(const std::vector<std::string>& prefix, const fs::path& manifest,
                      const fs::path& out, const fs::path& report,
-                     const std::vector<std::string>& args, IcecreamCluster::Environment env) {
+                     const std::vector<std::string>& args,
+                     const IcecreamCluster::Environment& env) {
   std::vector<std::string> argv = prefix;
   argv.insert(argv.end(), {KILN_BINARY, "build", manifest.string(), "--out", out.string(), "--json",
                            report.string(), "--no-cache"});
@@ -118,9 +121,10 @@ TEST(DistIceccCli, EveryObjectJobIsCompiledRemotelyAndMatchesALocalBuild) {
 std::string slow_source(const std::string& name) {
   std::string code;
   for (int i = 0; i < 300; ++i) {
-    std::string n = std::to_string(i);
-    code += "int " + name + "_" + n + "(int x) { int s = 0; for (int j = 0; j < x; j++) s += j * " +
-            n + " ^ (s >> 3); return s; }\n";
+    code += fmt::format(
+        "int {}_{}(int x) {{ int s = 0; for (int j = 0; j < x; j++) s += j * {} ^ (s >> 3); "
+        "return s; }}\n",
+        name, i, i);
   }
   return code;
 }

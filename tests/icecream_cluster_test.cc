@@ -11,6 +11,7 @@
 #include <future>
 #include <thread>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "builder/icecc_account.h"
@@ -68,9 +69,10 @@ TEST(IcecreamCluster, ACompileOnTheClientHostRunsOnAServer) {
 std::string slow_source() {
   std::string code;
   for (int i = 0; i < 600; ++i) {
-    code += "int f" + std::to_string(i) +
-            "(int x) { int s = 0; for (int j = 0; j < x; j++) s += j * " + std::to_string(i) +
-            " ^ (s >> 3); return s; }\n";
+    code += fmt::format(
+        "int f{0}(int x) {{ int s = 0; for (int j = 0; j < x; j++) s += j * {0} ^ (s >> 3); "
+        "return s; }}\n",
+        i);
   }
   return code;
 }
