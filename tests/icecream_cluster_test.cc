@@ -11,6 +11,7 @@
 #include <future>
 #include <thread>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "builder/icecc_account.h"
@@ -64,13 +65,14 @@ TEST(IcecreamCluster, ACompileOnTheClientHostRunsOnAServer) {
   EXPECT_EQ(read_file(work / "tiny.o"), read_file(work / "local.o"));
 }
 
-// Long enough to compile that the server can be killed while it does: several seconds at -O2.
+// Long enough to compile that the server can be killed while it does: a second or more at -O2.
 std::string slow_source() {
   std::string code;
-  for (int i = 0; i < 2000; ++i) {
-    code += "int f" + std::to_string(i) +
-            "(int x) { int s = 0; for (int j = 0; j < x; j++) s += j * " + std::to_string(i) +
-            " ^ (s >> 3); return s; }\n";
+  for (int i = 0; i < 600; ++i) {
+    code += fmt::format(
+        "int f{0}(int x) {{ int s = 0; for (int j = 0; j < x; j++) s += j * {0} ^ (s >> 3); "
+        "return s; }}\n",
+        i);
   }
   return code;
 }

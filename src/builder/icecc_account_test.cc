@@ -109,7 +109,7 @@ TEST(IceccAccount, APidUsedAgainStartsANewRunAndRepeatsAreCounted) {
 }
 
 TEST(IceccAccount, ALogWithoutACompileSaysSo) {
-  for (std::string log : {std::string(), std::string("not icecc\n\nICECC[12 broken\n")}) {
+  for (const std::string& log : {std::string(), std::string("not icecc\n\nICECC[12 broken\n")}) {
     EngineAccount account = icecc_account(log);
     EXPECT_EQ(account.ran, "");
     EXPECT_TRUE(account.hosts.empty());
