@@ -376,6 +376,12 @@ TEST(BuildCli, DistccLauncherSendsTheCompilesToTheDaemon) {
     ASSERT_FALSE(job["command"].empty());
     EXPECT_NE(job["command"][0].get<std::string>().find("distcc gcc"), std::string::npos)
         << job["command"].dump();
+    // Where it ran is distcc's own account (its client log), naming the daemon.
+    std::string host = fmt::format("127.0.0.1:{}", daemon.port());
+    EXPECT_EQ(job["ran"], "remote") << job.dump();
+    EXPECT_EQ(job["engine"], "distcc");
+    EXPECT_EQ(job["remote_hosts"], json::array({host}));
+    EXPECT_EQ(job["ran_detail"], "distcc: compiled on " + host);
   }
   EXPECT_EQ(daemon.wait_for_log("COMPILE_OK", 2), 2u) << daemon.log();
 }

@@ -46,6 +46,17 @@ struct JobResult {
   int worker = -1;
   // Each command the job ran, as a shell would quote it (one per tool run).
   std::vector<std::string> commands;
+  // Where its compile ran, from the launcher's own account (sccache's statistics, icecc's and
+  // distcc's logs): "remote", "local", "mixed" (some steps each), "engine-cache" (the launcher's
+  // cache), "kiln-cache" (kiln's); "" when it never ran. "local" without an engine: no launcher.
+  std::string ran;
+  // The launcher that ran it ("sccache", "icecc", "distcc", "ccache"); "" for none.
+  std::string engine;
+  // In the engine's words ("sccache: 2 compiles on 10.0.0.2:10501"), or why the build's launcher
+  // did not take this job ("NVRTC compiles in kiln's process: ...").
+  std::string ran_detail;
+  // The build servers that ran its compiles.
+  std::vector<std::string> remote_hosts;
   // What went wrong, in full (the tool's message, output and command line), or why the job was
   // skipped; when done, what its tools printed (warnings, ptxas' resource lines), often ""; ""
   // when cached.
@@ -61,9 +72,19 @@ struct Event {
   std::size_t total = 0;
 };
 
+// Options::jobs: as many as the distributing launcher's cluster has slots (sccache-dist's
+// scheduler tells; distcc's hosts list; otherwise the local recommendation).
+inline constexpr int kAutoJobs = -1;
+
 struct Options {
-  // Parallel jobs; 0: the doctor's recommendation for this machine (kiln::doctor).
+  // Jobs at once; 0: the doctor's recommendation for this machine (kiln::doctor); kAutoJobs.
+  // With a launcher that distributes (sccache, distcc, icecc) it may exceed the local cores, as
+  // distcc and icecc users set -j to the cluster's slots: only jobs it may send elsewhere use the
+  // slots above local_jobs.
   int jobs = 0;
+  // At most this many jobs that run locally at once (links, NVRTC, tar, ...) when some job may
+  // go elsewhere; 0: the doctor's recommendation.
+  int local_jobs = 0;
   // When set, every job's timeout in seconds (0 = none), whatever the manifest says.
   std::optional<double> timeout{};
   std::filesystem::path out_dir = "kiln-out";
@@ -71,7 +92,8 @@ struct Options {
   // writable by group or others without the sticky bit). Otherwise run_build refuses such an
   // out_dir (InvalidArgument): whoever can write it could replace what the build makes.
   bool allow_shared_out = false;
-  // ccache, sccache, distcc or icecc for C/C++ jobs that name no launcher of their own.
+  // ccache, sccache, distcc or icecc for the C/C++ jobs (and, sccache, the nvcc-backend CUDA
+  // jobs) that name no launcher of their own.
   std::string launcher{};
   bool keep_going = false;
   bool use_cache = true;
@@ -94,6 +116,10 @@ struct Report {
   std::vector<JobResult> jobs;  // in the manifest's order
   Summary summary;
   int threads = 0;
+  // How many of them may run locally at once (== threads unless a launcher distributes).
+  int local_threads = 0;
+  // Where -j auto got its number ("sccache-dist: 2 build servers, 4 CPUs"); "" otherwise.
+  std::string jobs_source;
 };
 
 // Runs the build. Throws only for what stops it as a whole (an unusable out_dir or cache);
@@ -107,11 +133,15 @@ struct PlannedJob {
   std::filesystem::path output;
   bool cached = false;
   std::string skip_reason;  // "" unless its toolchain is absent
+  // "sccache" when its compile goes through that launcher, "local: <why>" when the build's
+  // launcher does not take it, "" without a launcher.
+  std::string route;
 };
 std::vector<PlannedJob> plan_build(const Manifest& manifest, const Options& options);
 
-// {"jobs": [{"name", "kind", "status", "seconds", "output", "cached", "command", "log"}],
-//  "summary": {...}} as text.
+// {"jobs": [{"name", "kind", "status", "seconds", "output", "cached", "command", "log", "worker",
+//  "ran", "engine", "ran_detail", "remote_hosts"}], "summary": {..., "ran": {"remote": n, ...}}}
+// as text.
 std::string report_json(const Report& report);
 // Chrome trace-event JSON: one track per worker thread, one complete ("X") event per job that
 // ran, its status in args; opens in Perfetto and chrome://tracing.

@@ -24,6 +24,7 @@
 #include <utility>
 #include <vector>
 
+#include "kiln/launcher.h"
 #include "kiln/recipe.h"
 
 namespace kiln::cuda {
@@ -60,6 +61,10 @@ struct CompileOptions {
   // first (as nvcc does for a file it is given), and messages name it and its lines.
   std::filesystem::path source_path{};
   Backend backend = Backend::nvrtc;
+  // nvcc only: put in front of nvcc (sccache caches nvcc's steps and, with an sccache-dist
+  // cluster configured, compiles them on build servers). Not keyed: it changes where a compile
+  // runs, never what it makes. InvalidArgument with NVRTC, whose compile runs in this process.
+  std::optional<Launcher> launcher{};
   // Look the result up in, and store it into, kiln's kernel cache (kiln/cache.h), keyed by the
   // source as compiled, every option, backend, format, arch, the compiler's identity and version
   // and the environment variables that change the output. KILN_NO_CACHE turns it off; so does

@@ -40,6 +40,13 @@ struct Launcher {
   std::vector<std::string> wrap(const std::vector<std::string>& argv) const;
 };
 
+// Variables kiln sets on a launcher to steer where it runs and what it logs, never what a
+// compile makes (sccache's server socket, icecc's and distcc's client logs): cache keys leave
+// them out.
+inline constexpr std::string_view kLauncherPlumbing[] = {
+    "SCCACHE_SERVER_UDS", "SCCACHE_SERVER_PORT", "SCCACHE_IDLE_TIMEOUT", "ICECC_LOGFILE",
+    "ICECC_DEBUG",        "DISTCC_LOG",          "DISTCC_VERBOSE"};
+
 // The names Launcher::named accepts.
 inline constexpr std::string_view kLauncherNames[] = {"ccache", "sccache", "distcc", "icecc"};
 

@@ -1,5 +1,7 @@
 // key_text() and cache_key(): a job's key, read from its recipe (recipe.h).
+#include <algorithm>
 #include <cstdint>
+#include <iterator>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -41,7 +43,11 @@ nlohmann::json step_material(const RecipeStep& step, const Workspace& ws) {
   nlohmann::json argv = nlohmann::json::array();
   for (const std::string& arg : run.argv) argv.push_back(stable(arg, ws));
   nlohmann::json env = nlohmann::json::object();
-  for (const auto& [name, value] : run.env) env[name] = value ? stable(*value, ws) : "(unset)";
+  for (const auto& [name, value] : run.env) {
+    bool plumbing = std::find(std::begin(kLauncherPlumbing), std::end(kLauncherPlumbing), name) !=
+                    std::end(kLauncherPlumbing);
+    if (!plumbing) env[name] = value ? stable(*value, ws) : "(unset)";
+  }
   return {{"argv", argv}, {"cwd", stable(run.cwd.string(), ws)}, {"env", env}};
 }
 

@@ -3,6 +3,9 @@
 #include <signal.h>
 
 #include <algorithm>
+#include <optional>
+#include <tuple>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -13,8 +16,10 @@
 #include "kiln/error.h"
 #include "kiln/launcher.h"
 #include "kiln/machine.h"
+#include "kiln/paths.h"
 #include "kiln/temp_directory.h"
 #include "runner.h"
+#include "sccache_servers.h"
 
 namespace kiln::build {
 namespace {
@@ -52,9 +57,31 @@ void remove_stale_temporaries(const fs::path& out_dir) {
   }
 }
 
-int thread_count(const Manifest& manifest, const Options& options) {
-  int wanted = options.jobs > 0 ? options.jobs : default_jobs();
+int thread_count(const Manifest& manifest, int wanted) {
+  if (wanted <= 0) wanted = default_jobs();
   return std::max(1, std::min<int>(wanted, static_cast<int>(manifest.jobs.size())));
+}
+
+// The slots -j auto means: what the cluster of the build's distributing launcher has, else the
+// local recommendation; and where that number came from.
+std::pair<int, std::string> auto_jobs(const Manifest& manifest, const Options& options) {
+  bool sccache = std::any_of(manifest.jobs.begin(), manifest.jobs.end(), [&](const Job& job) {
+    detail::Route route = detail::route_of(job, options);
+    return route.distributes && route.launcher == "sccache";
+  });
+  std::optional<fs::path> program = which("sccache");
+  if (!sccache || !program) {
+    return {default_jobs(), "no sccache-dist cluster to ask: the local recommendation"};
+  }
+  TempDirectory sockets;
+  detail::DistStatus status =
+      detail::SccacheServers(program->string(), sockets.path()).dist_status(0);
+  if (!status.problem.empty()) {
+    return {default_jobs(),
+            fmt::format("sccache-dist: {}; the local recommendation", status.problem)};
+  }
+  return {std::max(status.cpus, 1), fmt::format("sccache-dist at {}: {} build servers, {} CPUs",
+                                                status.scheduler, status.servers, status.cpus)};
 }
 
 // An out_dir another user can change is refused unless the caller said it is fine: they could
@@ -76,6 +103,12 @@ void check_out_dir(const fs::path& out_dir, bool allow_shared) {
 
 void check_options(const Options& options) {
   if (!options.launcher.empty()) Launcher::named(options.launcher);  // unknown or not installed
+  if (options.jobs < 0 && options.jobs != kAutoJobs) {
+    throw InvalidArgument(fmt::format("-j {}: must be at least 1, or auto", options.jobs));
+  }
+  if (options.local_jobs < 0) {
+    throw InvalidArgument(fmt::format("--local-jobs {}: must be at least 1", options.local_jobs));
+  }
   if (options.timeout && !(*options.timeout >= 0)) {
     throw InvalidArgument(
         fmt::format("--timeout {}: must be 0 (none) or a number of seconds", *options.timeout));
@@ -119,9 +152,20 @@ Report run_build(const Manifest& manifest, const Options& options) {
   }
   check_out_dir(out_dir, options.allow_shared_out);
   remove_stale_temporaries(out_dir);
-  int threads = thread_count(manifest, options);
+  std::string jobs_source;
+  int wanted = options.jobs;
+  if (wanted == kAutoJobs) std::tie(wanted, jobs_source) = auto_jobs(manifest, options);
+  int threads = thread_count(manifest, wanted);
   detail::BuildRunner runner(manifest, options, threads);
-  return detail::schedule(manifest, options, threads, runner);
+  // Only a build with jobs that may go elsewhere holds the others to the local cores: without
+  // one, -j is the local parallelism, as it always was.
+  bool distributes = false;
+  for (size_t i = 0; i < manifest.jobs.size(); ++i) distributes |= runner.runs_elsewhere(i);
+  int local = distributes ? (options.local_jobs > 0 ? options.local_jobs : default_jobs()) : 0;
+  Report report = detail::schedule(manifest, options, threads, runner, local);
+  report.local_threads = local > 0 ? std::min(local, threads) : threads;
+  report.jobs_source = std::move(jobs_source);
+  return report;
 }
 
 namespace {
@@ -143,7 +187,10 @@ PlannedJob plan_job(const Manifest& manifest, const Options& options, detail::Bu
                               .out_dir = runner.out_dir(),
                               .inputs = inputs_known ? inputs : std::vector<fs::path>{}};
   detail::JobRecipe prepared = detail::prepare(job, options, workspace, runner.tools());
-  PlannedJob planned{&job, runner.output_of(index), false, prepared.skip_reason};
+  PlannedJob planned{&job, runner.output_of(index), false, prepared.skip_reason, {}};
+  detail::Route route = detail::route_of(job, options);
+  if (!route.launcher.empty()) planned.route = route.launcher;
+  if (!route.why_local.empty()) planned.route = "local: " + route.why_local;
   if (runner.cache().enabled() && prepared.skip_reason.empty() && inputs_known) {
     std::string key = detail::cache_key(job, prepared.recipe, workspace);
     planned.cached = runner.cache().get(key).has_value();

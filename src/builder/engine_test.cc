@@ -12,6 +12,7 @@
 #include <limits>
 #include <map>
 #include <mutex>
+#include <set>
 #include <thread>
 
 #include "kiln/manifest.h"
@@ -36,13 +37,17 @@ class ScriptedRunner final : public JobRunner {
   explicit ScriptedRunner(const Manifest& manifest) : manifest_(manifest) {}
 
   void script(const std::string& name, Script script) { scripts_[name] = std::move(script); }
+  // Job `name` may run on another machine (runs_elsewhere).
+  void elsewhere(const std::string& name) { elsewhere_.insert(name); }
+  bool runs_elsewhere(std::size_t index) const override {
+    return elsewhere_.count(manifest_.jobs[index].name) != 0;
+  }
 
   Attempt run(std::size_t index, const RunScope::Limits& limits, int worker) override {
     const std::string& name = manifest_.jobs[index].name;
-    int now = ++running_;
-    int seen = max_running_.load();
-    while (now > seen && !max_running_.compare_exchange_weak(seen, now)) {
-    }
+    bool local = !runs_elsewhere(index);
+    raise_max(max_running_, ++running_);
+    if (local) raise_max(max_local_, ++local_running_);
     {
       std::lock_guard lock(mutex_);
       ran_.push_back(name);
@@ -50,6 +55,7 @@ class ScriptedRunner final : public JobRunner {
     }
     Script script = scripts_.count(name) ? scripts_.at(name) : Script{};
     Attempt attempt = wait(script, limits);
+    if (local) --local_running_;
     --running_;
     return attempt;
   }
@@ -59,12 +65,18 @@ class ScriptedRunner final : public JobRunner {
     return ran_;
   }
   int max_running() const { return max_running_; }
+  int max_local_running() const { return max_local_; }
   int worker_of(const std::string& name) const {
     std::lock_guard lock(mutex_);
     return workers_.at(name);
   }
 
  private:
+  static void raise_max(std::atomic<int>& max, int now) {
+    int seen = max.load();
+    while (now > seen && !max.compare_exchange_weak(seen, now)) {
+    }
+  }
   static Attempt wait(const Script& script, const RunScope::Limits& limits) {
     auto until = std::chrono::steady_clock::now() + script.busy;
     if (limits.deadline && *limits.deadline < until) until = *limits.deadline;
@@ -87,6 +99,9 @@ class ScriptedRunner final : public JobRunner {
   std::map<std::string, Script> scripts_;
   std::atomic<int> running_{0};
   std::atomic<int> max_running_{0};
+  std::atomic<int> local_running_{0};
+  std::atomic<int> max_local_{0};
+  std::set<std::string> elsewhere_;
   mutable std::mutex mutex_;
   std::vector<std::string> ran_;
   std::map<std::string, int> workers_;
@@ -311,6 +326,57 @@ TEST(Scheduler, ATimeoutTheClockCannotHoldIsNoLimit) {
     Report report = schedule(m, {.timeout = seconds}, 1, runner);
     EXPECT_EQ(result_of(report, "a").status, JobStatus::done) << result_of(report, "a").log;
   }
+}
+
+// With a launcher that distributes, -j counts the cluster's slots: jobs that may run elsewhere
+// take the slots above the local ones, and local work never exceeds local_threads.
+TEST(Scheduler, OnlyJobsThatMayRunElsewhereUseTheSlotsAboveTheLocalOnes) {
+  Manifest m = manifest_of({"l0", "r0", "r1", "l1", "r2", "r3", "l2", "r4", "l3", "r5"});
+  ScriptedRunner runner(m);
+  for (const char* name : {"r0", "r1", "r2", "r3", "r4", "r5"}) runner.elsewhere(name);
+  for (const Job& job : m.jobs) runner.script(job.name, {.busy = 150ms});
+  Report report = schedule(m, {}, 6, runner, 2);
+  EXPECT_TRUE(report.summary.ok());
+  EXPECT_EQ(runner.ran().size(), 10U);
+  EXPECT_LE(runner.max_local_running(), 2);
+  EXPECT_GT(runner.max_running(), 2);  // the remote ones ran beside the two local ones
+}
+
+TEST(Scheduler, WithoutLocalThreadsEveryJobIsLocalAsBefore) {
+  Manifest m = manifest_of({"a", "b", "c", "d"});
+  ScriptedRunner runner(m);
+  for (const Job& job : m.jobs) runner.script(job.name, {.busy = 100ms});
+  schedule(m, {}, 4, runner);
+  EXPECT_EQ(runner.max_local_running(), 4);
+}
+
+// Where a job ran is its runner's account, kiln's cache, or nothing for a job that never ran.
+TEST(Scheduler, WhereAJobRanComesFromItsAttempt) {
+  Manifest m = manifest_of({"remote", "cached", "plain", "absent"});
+  ScriptedRunner runner(m);
+  runner.script(
+      "remote",
+      {.attempt = {
+           .result = Attempt::Result::made,
+           .engine = "sccache",
+           .account = {.ran = "remote", .detail = "sccache: 1 compile on h:1", .hosts = {"h:1"}}}});
+  runner.script("cached", {.attempt = {.result = Attempt::Result::from_cache}});
+  runner.script("absent", {.attempt = {.result = Attempt::Result::skipped, .log = "no cc"}});
+  Report report = schedule(m, {}, 1, runner);
+  const JobResult& remote = result_of(report, "remote");
+  EXPECT_EQ(remote.ran, "remote");
+  EXPECT_EQ(remote.engine, "sccache");
+  EXPECT_EQ(remote.ran_detail, "sccache: 1 compile on h:1");
+  EXPECT_EQ(remote.remote_hosts, std::vector<std::string>{"h:1"});
+  EXPECT_EQ(result_of(report, "cached").ran, "kiln-cache");
+  EXPECT_EQ(result_of(report, "plain").ran, "local");
+  EXPECT_EQ(result_of(report, "plain").engine, "");
+  EXPECT_EQ(result_of(report, "absent").ran, "");
+  std::string json = report_json(report);
+  EXPECT_NE(json.find("\"remote_hosts\": [\n        \"h:1\""), std::string::npos) << json;
+  EXPECT_NE(summary_text(report).find("where: 1 kiln-cache, 1 local, 1 remote (sccache)"),
+            std::string::npos)
+      << summary_text(report);
 }
 
 }  // namespace

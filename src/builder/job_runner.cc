@@ -7,9 +7,12 @@
 
 #include <fmt/format.h>
 
+#include "distcc_account.h"
+#include "icecc_account.h"
 #include "internal/files.h"
 #include "kiln/direct_cache.h"
 #include "kiln/error.h"
+#include "kiln/paths.h"
 #include "kiln/temp_directory.h"
 
 namespace kiln::build::detail {
@@ -57,6 +60,11 @@ Attempt attempt_of_exception() {
   } catch (const std::exception& e) {
     return failed(std::nullopt, e.what());
   }
+}
+
+// Where a launcher that accounts for a job in a log of its own writes it: in the job's directory.
+fs::path account_log(const Route& route, const fs::path& work) {
+  return work / fmt::format("kiln-{}.log", route.launcher);
 }
 
 // What the tools of a job printed (warnings, ptxas' resource lines), one after the other.
@@ -117,6 +125,52 @@ BuildRunner::BuildRunner(const Manifest& manifest, const Options& options, int t
     nvrtc_workers_.push_back(std::make_unique<pool::Worker>(std::move(worker)));
   }
   work_dirs_.resize(static_cast<size_t>(std::max(threads, 0)));
+  bool sccache = false;
+  for (const Job& job : manifest.jobs) {
+    routes_.push_back(route_of(job, options));
+    sccache = sccache || routes_.back().launcher == "sccache";
+  }
+  std::optional<fs::path> program = sccache ? which("sccache") : std::nullopt;
+  if (program && threads > 0) {  // without it, such jobs are skipped naming it
+    sccache_dir_.emplace();
+    sccache_ = std::make_unique<SccacheServers>(program->string(), sccache_dir_->path());
+  }
+}
+
+Launcher::Environment BuildRunner::launcher_env(const Route& route, int worker,
+                                                const fs::path& work) {
+  if (route.launcher == "sccache" && sccache_) return sccache_->client_env(worker);
+  if (route.launcher == "distcc") return distcc_log_env(account_log(route, work));
+  if (route.launcher == "icecc") return icecc_log_env(account_log(route, work));
+  return {};
+}
+
+void BuildRunner::perform_and_account(const Recipe& recipe, const Route& route, int worker,
+                                      const fs::path& work, Attempt& attempt) {
+  attempt.engine = route.launcher;
+  if (!route.why_local.empty()) attempt.account = {.ran = "local", .detail = route.why_local};
+  std::function<EngineAccount()> account;
+  if (route.launcher == "sccache" && sccache_) {
+    account = [this, worker, before = sccache_->stats(worker)] {
+      return sccache_account(before, sccache_->stats(worker));
+    };
+  } else if (route.launcher == "distcc" || route.launcher == "icecc") {
+    account = [log = account_log(route, work), icecc = route.launcher == "icecc"] {
+      std::string text = internal::is_file(log) ? internal::read_file(log) : "";
+      return icecc ? icecc_account(text) : distcc_account(text);
+    };
+  }
+  if (!account) {
+    perform(recipe);
+    return;
+  }
+  try {
+    perform(recipe);
+  } catch (...) {
+    attempt.account = account();
+    throw;
+  }
+  attempt.account = account();
 }
 
 const fs::path& BuildRunner::work_dir(int worker) {
@@ -144,11 +198,14 @@ Attempt BuildRunner::run(std::size_t index, const RunScope::Limits& limits, int 
   RunScope scope(limits);          // finding the tools runs them too (--version): under the limits
   std::optional<RunScope> making;  // the job's own tool runs, apart from those probes
   Attempt attempt;
+  Attempt where;
   try {
-    attempt = make(index, limits, worker, making);
+    attempt = make(index, limits, worker, making, where);
   } catch (...) {
     attempt = attempt_of_exception();
   }
+  attempt.engine = std::move(where.engine);
+  attempt.account = std::move(where.account);
   if (making) {  // tool probes (--version) are not the job's commands
     for (const auto& record : making->runs()) attempt.commands.push_back(record.command_line);
   }
@@ -156,7 +213,7 @@ Attempt BuildRunner::run(std::size_t index, const RunScope::Limits& limits, int 
 }
 
 Attempt BuildRunner::make(std::size_t index, const RunScope::Limits& limits, int worker,
-                          std::optional<RunScope>& making) {
+                          std::optional<RunScope>& making, Attempt& where) {
   const Job& job = manifest_.jobs[index];
   const fs::path& work = work_dir(worker);
   struct Emptied {  // on every way out, the next job finds the directory empty
@@ -173,6 +230,8 @@ Attempt BuildRunner::make(std::size_t index, const RunScope::Limits& limits, int
                       .out_dir = out_dir_,
                       .inputs = inputs_of(index),
                       .nvrtc_worker = nvrtc_workers_[static_cast<size_t>(worker)].get()};
+  const Route& route = routes_[index];
+  workspace.launcher_env = launcher_env(route, worker, work);
   JobRecipe prepared = prepare(job, options_, workspace, tools_);
   if (!prepared.skip_reason.empty()) {
     return {.result = Attempt::Result::skipped, .log = prepared.skip_reason};
@@ -191,7 +250,7 @@ Attempt BuildRunner::make(std::size_t index, const RunScope::Limits& limits, int
     }
   }
   making.emplace(limits);
-  perform(prepared.recipe);
+  perform_and_account(prepared.recipe, route, worker, work, where);
   std::string log = printed(making->runs());  // not what a header scan for the cache prints
   const fs::path& made = workspace.output;
   std::string bytes = internal::read_file(made, "the job made no output");

@@ -10,6 +10,7 @@
 #include "kiln/temp_directory.h"
 #include "recipe.h"
 #include "runner.h"
+#include "sccache_servers.h"
 
 namespace kiln::build::detail {
 
@@ -19,6 +20,7 @@ class BuildRunner final : public JobRunner {
   // started only when that thread meets an NVRTC job).
   BuildRunner(const Manifest& manifest, const Options& options, int threads);
   Attempt run(std::size_t index, const RunScope::Limits& limits, int worker) override;
+  bool runs_elsewhere(std::size_t index) const override { return routes_[index].distributes; }
 
   // The absolute paths of job `index`'s inputs, dependency outputs included.
   std::vector<std::filesystem::path> inputs_of(std::size_t index) const;
@@ -30,8 +32,16 @@ class BuildRunner final : public JobRunner {
   ToolIdentities& tools() noexcept { return tools_; }
 
  private:
+  // `where`: the job's engine and account, kept when making throws.
   Attempt make(std::size_t index, const RunScope::Limits& limits, int worker,
-               std::optional<RunScope>& making);
+               std::optional<RunScope>& making, Attempt& where);
+  // Runs the recipe, with what its launcher says of where it ran in `attempt`.
+  void perform_and_account(const Recipe& recipe, const Route& route, int worker,
+                           const std::filesystem::path& work, Attempt& attempt);
+  // What the job's launcher needs to account for it: sccache's server of this slot, where
+  // icecc logs.
+  Launcher::Environment launcher_env(const Route& route, int worker,
+                                     const std::filesystem::path& work);
   // Worker `worker`'s own directory in the output directory, made on its first job and emptied
   // after each: a job's work never meets another's, and a job costs no mkdir and rmdir (creating
   // inodes is the largest part of kiln's own time in a cold build on ext4).
@@ -49,6 +59,10 @@ class BuildRunner final : public JobRunner {
   std::vector<TempDirectory> nvrtc_temp_dirs_;
   std::vector<std::unique_ptr<pool::Worker>> nvrtc_workers_;
   std::vector<std::optional<TempDirectory>> work_dirs_;
+  std::vector<Route> routes_;  // by job
+  // With sccache: its servers' sockets (a short path, /tmp), then the servers, stopped first.
+  std::optional<TempDirectory> sccache_dir_;
+  std::unique_ptr<SccacheServers> sccache_;
 };
 
 // The prefix of the temporary directories kiln build makes in its output directory.

@@ -52,7 +52,7 @@ constexpr KeyRule kJobKeys[] = {
     {"options", kCompileKinds, kHostCompileKinds},
     {"timeout", kAllKinds, kAllKinds},
     {"cc", kHostCompileKinds, kCcKinds},
-    {"launcher", kCcKinds, kCcKinds},
+    {"launcher", kCcKinds | bit(JobKind::cuda), kCcKinds | bit(JobKind::cuda)},
     {"toolchain", kCcKinds | bit(JobKind::static_library), kCcKinds | bit(JobKind::static_library)},
     {"arch", bit(JobKind::cuda) | bit(JobKind::rocm_code_object), bit(JobKind::cuda)},
     {"format", bit(JobKind::cuda), bit(JobKind::cuda)},

@@ -199,7 +199,7 @@ TEST_F(ManifestTest, DefaultsApplyToTheKindsTheyFit) {
   const Job& k = m.jobs[2];
   EXPECT_EQ(k.options, std::vector<std::string>{"-lineinfo"});  // host options are not nvcc's
   EXPECT_EQ(k.cc, "");
-  EXPECT_EQ(k.launcher, "");
+  EXPECT_EQ(k.launcher, "ccache");  // as --launcher: nvcc jobs may go through sccache
   EXPECT_EQ(k.arch, "sm_80");
   EXPECT_EQ(k.format, cuda::Format::ptx);
   EXPECT_EQ(k.backend, cuda::Backend::nvcc);

@@ -137,6 +137,8 @@ class Chooser {
     return all;
   }
   Recipe by_kind();
+  // The job's launcher (route_of), with the workspace's launcher_env.
+  std::optional<Launcher> launcher();
   cc::Options cc_options();
   Recipe static_library();
   Recipe cuda_kernel();
@@ -148,14 +150,15 @@ class Chooser {
   fs::path inline_source_;
 };
 
+std::optional<Launcher> Chooser::launcher() {
+  std::string name = route_of(job_, options_).launcher;
+  if (name.empty()) return std::nullopt;
+  if (!installed(name)) throw Absent{missing_tool(name, name)};
+  return Launcher::named(name, ws_.launcher_env);
+}
+
 cc::Options Chooser::cc_options() {
-  cc::Options result{.options = job_.options, .cc = c_compiler(job_)};
-  std::string launcher = job_.launcher.empty() ? options_.launcher : job_.launcher;
-  if (!launcher.empty()) {
-    if (!installed(launcher)) throw Absent{missing_tool(launcher, launcher)};
-    result.launcher = Launcher::named(launcher);
-  }
-  return result;
+  return {.options = job_.options, .cc = c_compiler(job_), .launcher = launcher()};
 }
 
 Recipe Chooser::static_library() {
@@ -191,16 +194,25 @@ Recipe Chooser::cuda_kernel() {
       .output = ws_.output,
       .source_path = job_.sources.empty() ? fs::path() : job_.sources.front(),
       .backend = job_.backend,
+      .launcher = launcher(),
       .use_cache = false};
   headers = [code, compile](const fs::path& scratch) {
-    return cuda::headers_read(code, compile, scratch);
+    cuda::CompileOptions scan = compile;
+    scan.launcher.reset();  // a header scan is no compile to distribute
+    return cuda::headers_read(code, scan, scratch);
   };
+  Recipe recipe;
   try {
-    return cuda::compile_recipe(std::move(code), compile, std::move(nvrtc));
+    recipe = cuda::compile_recipe(std::move(code), compile, std::move(nvrtc));
   } catch (const Error& e) {
     bool with_nvrtc = job_.backend == cuda::Backend::nvrtc;
     throw Absent{fmt::format("toolchain absent: {}{}", with_nvrtc ? "NVRTC: " : "", e.what())};
   }
+  if (compile.launcher) {
+    recipe.tools.insert(recipe.tools.begin(), {.what = compile.launcher->name,
+                                               .program = compile.launcher->prefix.front()});
+  }
+  return recipe;
 }
 
 Recipe Chooser::rocm_code_object() {
@@ -330,6 +342,40 @@ void ask_for_dependencies(const Job& job, const Workspace& workspace, JobRecipe&
 }
 
 }  // namespace
+
+Route route_of(const Job& job, const Options& options) {
+  std::string name = job.launcher.empty() ? options.launcher : job.launcher;
+  if (name.empty()) return {};
+  bool distributing = name == "sccache" || name == "distcc" || name == "icecc";
+  switch (job.kind) {
+    case JobKind::object:
+      return {.launcher = name, .distributes = distributing};
+    case JobKind::shared:
+    case JobKind::executable:
+      if (job.toolchain == Toolchain::ndk && job.kind == JobKind::shared) {
+        return {.why_local = "the NDK's shared libraries are built without a launcher"};
+      }
+      return {.launcher = name,
+              .why_local = distributing ? "a compile that also links runs locally" : ""};
+    case JobKind::cuda:
+      if (job.backend == cuda::Backend::nvrtc) {
+        return {.why_local =
+                    "NVRTC compiles in kiln's process: nothing can send them to another machine"};
+      }
+      if (name != "sccache")
+        return {.why_local = name + " does not take nvcc compiles (sccache does)"};
+      if (job.format == cuda::Format::fatbin) {
+        return {.why_local =
+                    "sccache fails nvcc --fatbin compiles now and then (seen with sccache 0.16 and "
+                    "nvcc 13: a .module_id it looks for is missing): cubin and ptx go through it"};
+      }
+      return {.launcher = name, .distributes = true};
+    default:
+      break;
+  }
+  return {.why_local = fmt::format("{} jobs run locally: {} takes C/C++ and nvcc compiles",
+                                   kind_name(job.kind), name)};
+}
 
 JobRecipe prepare(const Job& job, const Options& options, const Workspace& workspace,
                   ToolIdentities& identities) {

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "kiln/build.h"
+#include "kiln/launcher.h"
 #include "kiln/manifest.h"
 #include "kiln/pool.h"
 #include "kiln/recipe.h"
@@ -29,7 +30,23 @@ struct Workspace {
   std::vector<std::filesystem::path> inputs{};
   // Where an NVRTC compile runs; nullptr: in this process.
   pool::Worker* nvrtc_worker = nullptr;
+  // Set on the job's launcher besides its own environment: the build's sccache server of this
+  // slot, where icecc or distcc log (kiln/launcher.h: kLauncherPlumbing, never keyed).
+  Launcher::Environment launcher_env{};
 };
+
+// Whether a job's compile goes through a launcher, and whether that may send it elsewhere.
+struct Route {
+  // The launcher it goes through ("sccache", ...); "" for none.
+  std::string launcher{};
+  // The launcher may compile it on another machine (sccache, distcc, icecc over a compile): the
+  // job does not count against the local cores.
+  bool distributes = false;
+  // Why a launcher the build names does not take this job ("" when it does, or none is named):
+  // "NVRTC compiles in kiln's process: nothing can send them to another machine".
+  std::string why_local{};
+};
+Route route_of(const Job& job, const Options& options);
 
 struct JobRecipe {
   // Why the job cannot run here ("" when it can): a missing compiler, linker or library.

@@ -1,7 +1,10 @@
 // What kiln build reports: the --json results, the --trace file and the closing summary.
 #include <algorithm>
+#include <map>
+#include <set>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include "internal/named_output.h"
@@ -11,25 +14,58 @@
 namespace kiln::build {
 namespace {
 
+// How many jobs ran where ("remote": 40, "local": 3, ...).
+std::map<std::string, std::size_t> where_counts(const Report& report) {
+  std::map<std::string, std::size_t> counts;
+  for (const JobResult& job : report.jobs) {
+    if (!job.ran.empty()) ++counts[job.ran];
+  }
+  return counts;
+}
+
 nlohmann::json summary_json(const Report& report) {
   const Summary& s = report.summary;
-  return {{"done", s.done},
-          {"cached", s.cached},
-          {"failed", s.failed},
-          {"timeout", s.timeout},
-          {"crashed", s.crashed},
-          {"skipped", s.skipped},
-          {"total", report.jobs.size()},
-          {"seconds", s.seconds},
-          {"jobs", report.threads},
-          {"interrupted", s.interrupted},
-          {"ok", s.ok()}};
+  return {
+      {"done", s.done},       {"ran", where_counts(report)}, {"local_jobs", report.local_threads},
+      {"cached", s.cached},   {"failed", s.failed},          {"timeout", s.timeout},
+      {"crashed", s.crashed}, {"skipped", s.skipped},        {"total", report.jobs.size()},
+      {"seconds", s.seconds}, {"jobs", report.threads},      {"interrupted", s.interrupted},
+      {"ok", s.ok()}};
 }
 
 // The part of a failed job's log a trace event carries: enough to see the error in Perfetto.
 constexpr size_t kTraceLogBytes = 2000;
 
 long long microseconds(double seconds) { return static_cast<long long>(seconds * 1e6); }
+
+// Where the jobs ran, when a launcher took part: "where: 40 remote, 3 local, 2 engine-cache
+// (sccache)", then each job a build's launcher did not take, once per reason.
+std::string where_text(const Report& report) {
+  std::set<std::string> engines;
+  std::map<std::string, std::vector<std::string>> passed_over;  // reason -> jobs
+  for (const JobResult& job : report.jobs) {
+    if (!job.engine.empty()) engines.insert(job.engine);
+    if (job.engine.empty() && !job.ran_detail.empty())
+      passed_over[job.ran_detail].push_back(job.name);
+  }
+  if (engines.empty() && passed_over.empty()) return "";
+  std::string text = "where:";
+  bool first = true;
+  for (const auto& [where, count] : where_counts(report)) {
+    text += fmt::format("{} {} {}", first ? "" : ",", count, where);
+    first = false;
+  }
+  if (!engines.empty()) text += fmt::format(" ({})", fmt::join(engines, ", "));
+  text += "\n";
+  for (const auto& [why, names] : passed_over) {
+    constexpr size_t kNamed = 3;
+    std::vector<std::string> shown(names.begin(), names.begin() + std::min(names.size(), kNamed));
+    std::string more =
+        names.size() > kNamed ? fmt::format(" and {} more", names.size() - kNamed) : "";
+    text += fmt::format("  locally: {}{}: {}\n", fmt::join(shown, ", "), more, why);
+  }
+  return text;
+}
 
 }  // namespace
 
@@ -45,7 +81,11 @@ std::string report_json(const Report& report) {
                     {"cached", job.cached},
                     {"command", job.commands},
                     {"log", job.log},
-                    {"worker", job.worker}});
+                    {"worker", job.worker},
+                    {"ran", job.ran.empty() ? nlohmann::json(nullptr) : nlohmann::json(job.ran)},
+                    {"engine", job.engine},
+                    {"ran_detail", job.ran_detail},
+                    {"remote_hosts", job.remote_hosts}});
   }
   nlohmann::json doc = {{"jobs", jobs}, {"summary", summary_json(report)}};
   return json_text(doc, 2) + "\n";
@@ -94,6 +134,8 @@ std::string summary_text(const Report& report) {
       "(-j{}){}\n",
       s.done, s.cached, s.failed, s.timeout, s.crashed, s.skipped, s.seconds, report.threads,
       s.interrupted ? " -- interrupted" : "");
+  if (!report.jobs_source.empty()) text += fmt::format("-j auto: {}\n", report.jobs_source);
+  text += where_text(report);
   std::vector<const JobResult*> ran;
   for (const JobResult& job : report.jobs) {
     if (job.worker >= 0 && job.status != JobStatus::skipped) ran.push_back(&job);

@@ -12,6 +12,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "engine_account.h"
 #include "kiln/build.h"
 #include "kiln/ending.h"
 #include "kiln/process.h"
@@ -34,6 +35,10 @@ struct Attempt {
   std::string log{};
   // Each command the job ran, as a shell would quote it.
   std::vector<std::string> commands{};
+  // made / failed: the launcher it went through ("" for none), and where that says it ran; or,
+  // with the build's launcher not taking it, ran "local" and why in the detail.
+  std::string engine{};
+  EngineAccount account{};
 };
 
 class JobRunner {
@@ -44,6 +49,9 @@ class JobRunner {
   // how it went; it never throws. Called concurrently from different workers, never for two jobs
   // at once on one worker.
   virtual Attempt run(std::size_t index, const RunScope::Limits& limits, int worker) = 0;
+  // Whether job `index` may run on another machine (a launcher distributes it), so that it does
+  // not count against the local slots.
+  virtual bool runs_elsewhere(std::size_t /*index*/) const { return false; }
 };
 
 // What an attempt means for the build.
@@ -61,10 +69,13 @@ Verdict verdict_of(const Attempt& attempt, bool build_cancelled);
 // Runs every job of `manifest` through `runner` on `threads` threads: dependants of a job that
 // did not succeed are skipped naming it, without options.keep_going nothing new starts after the
 // first failure, a readable options.cancel_fd interrupts the build, never more than `threads`
-// jobs run at once. Each job's deadline is options.timeout, else its own timeout_seconds.
+// jobs run at once, and never more than `local_threads` of those that do not run_elsewhere().
+// Each job's deadline is options.timeout, else its own timeout_seconds.
 // Each job's index by its name, for lookups in constant time (Manifest::index_of searches).
 std::unordered_map<std::string_view, std::size_t> index_by_name(const Manifest& manifest);
 
-Report schedule(const Manifest& manifest, const Options& options, int threads, JobRunner& runner);
+// local_threads 0: threads.
+Report schedule(const Manifest& manifest, const Options& options, int threads, JobRunner& runner,
+                int local_threads = 0);
 
 }  // namespace kiln::build::detail

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <condition_variable>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <thread>
 
@@ -37,13 +38,34 @@ std::string_view ended_in_words(JobStatus status) {
   }
 }
 
+// Where a job ran, from its attempt: kiln's cache, else what its launcher accounted for, else
+// (no launcher, or one that says nothing) locally; "" when nothing of it ran.
+void record_where(JobResult& result, const Attempt& attempt) {
+  if (attempt.result == Attempt::Result::from_cache) {
+    result.ran = "kiln-cache";
+    return;
+  }
+  bool ran = attempt.result == Attempt::Result::made ||
+             (attempt.result == Attempt::Result::failed && !attempt.commands.empty());
+  if (!ran) return;
+  result.ran = attempt.account.ran.empty() ? "local" : attempt.account.ran;
+  result.engine = attempt.engine;
+  result.ran_detail = attempt.account.detail;
+  result.remote_hosts = attempt.account.hosts;
+}
+
 class Scheduler {
  public:
-  Scheduler(const Manifest& manifest, const Options& options, JobRunner& runner);
+  Scheduler(const Manifest& manifest, const Options& options, JobRunner& runner, int local_threads);
   Report run(int threads);
 
  private:
   void serve(int worker);
+  // Puts the job at `position` of manifest.order among the ready ones.
+  void make_ready(size_t position);
+  // The next job to start (taken from the ready ones), or none while every ready job must run
+  // locally and the local slots are full. Called with the lock held.
+  std::optional<size_t> take_ready();
   RunScope::Limits limits_of(const Job& job) const;
   void settle(size_t i, const Attempt& attempt);
   void skip_dependants(size_t i, const std::string& why);
@@ -67,15 +89,21 @@ class Scheduler {
   std::vector<size_t> waiting_on_;
   std::vector<std::vector<size_t>> dependants_;
   std::vector<size_t> position_;
-  // Positions in manifest.order of the jobs ready to start: the first is the next to start.
+  // Positions in manifest.order of the jobs ready to start, those that must run locally and
+  // those that may run elsewhere apart: the first of either is the next to start.
   std::set<size_t> ready_;
+  std::set<size_t> ready_elsewhere_;
+  std::vector<bool> elsewhere_;  // by job: runner.runs_elsewhere()
+  int local_threads_ = 0;
+  int running_locally_ = 0;
   size_t unfinished_ = 0;
   size_t finished_ = 0;
   bool stopped_ = false;
   bool interrupted_ = false;
 };
 
-Scheduler::Scheduler(const Manifest& manifest, const Options& options, JobRunner& runner)
+Scheduler::Scheduler(const Manifest& manifest, const Options& options, JobRunner& runner,
+                     int local_threads)
     : manifest_(manifest),
       options_(options),
       runner_(runner),
@@ -83,11 +111,14 @@ Scheduler::Scheduler(const Manifest& manifest, const Options& options, JobRunner
       waiting_on_(manifest.jobs.size(), 0),
       dependants_(manifest.jobs.size()),
       position_(manifest.jobs.size(), 0),
+      elsewhere_(manifest.jobs.size(), false),
+      local_threads_(local_threads),
       unfinished_(manifest.jobs.size()) {
   for (size_t i = 0; i < manifest.jobs.size(); ++i) {
     const Job& job = manifest.jobs[i];
     results_[i].name = job.name;
     results_[i].kind = job.kind;
+    elsewhere_[i] = runner.runs_elsewhere(i);
   }
   std::unordered_map<std::string_view, size_t> index = index_by_name(manifest);
   for (size_t i = 0; i < manifest.jobs.size(); ++i) {
@@ -104,8 +135,28 @@ Scheduler::Scheduler(const Manifest& manifest, const Options& options, JobRunner
   }
   for (size_t p = 0; p < manifest.order.size(); ++p) position_[manifest.order[p]] = p;
   for (size_t p = 0; p < manifest.order.size(); ++p) {
-    if (waiting_on_[manifest.order[p]] == 0) ready_.insert(ready_.end(), p);
+    if (waiting_on_[manifest.order[p]] == 0) make_ready(p);
   }
+}
+
+void Scheduler::make_ready(size_t position) {
+  (elsewhere_[manifest_.order[position]] ? ready_elsewhere_ : ready_).insert(position);
+}
+
+std::optional<size_t> Scheduler::take_ready() {
+  bool local_free = running_locally_ < local_threads_ && !ready_.empty();
+  std::set<size_t>* from = nullptr;
+  if (local_free && (ready_elsewhere_.empty() || *ready_.begin() < *ready_elsewhere_.begin())) {
+    from = &ready_;
+  } else if (!ready_elsewhere_.empty()) {
+    from = &ready_elsewhere_;
+  } else {
+    return std::nullopt;
+  }
+  size_t i = manifest_.order[*from->begin()];
+  from->erase(from->begin());
+  if (from == &ready_) ++running_locally_;
+  return i;
 }
 
 Report Scheduler::run(int threads) {
@@ -140,12 +191,12 @@ void Scheduler::serve(int worker) {
   for (;;) {
     if (!interrupted_ && internal::readable(options_.cancel_fd)) interrupt();
     if (unfinished_ == 0) break;
-    if (ready_.empty()) {
+    std::optional<size_t> next = take_ready();
+    if (!next) {
       changed_.wait_for(lock, std::chrono::milliseconds(50));
       continue;
     }
-    size_t i = manifest_.order[*ready_.begin()];
-    ready_.erase(ready_.begin());
+    size_t i = *next;
     JobResult& result = results_[i];
     result.status = JobStatus::running;
     result.worker = worker;
@@ -155,6 +206,7 @@ void Scheduler::serve(int worker) {
     lock.unlock();
     Attempt attempt = runner_.run(i, limits, worker);
     lock.lock();
+    if (!elsewhere_[i]) --running_locally_;
     settle(i, attempt);
     changed_.notify_all();
   }
@@ -169,6 +221,7 @@ void Scheduler::settle(size_t i, const Attempt& attempt) {
   result.cached = attempt.result == Attempt::Result::from_cache;
   result.log = verdict.interrupted ? "interrupted" : attempt.log;
   result.commands = attempt.commands;
+  record_where(result, attempt);
   result.end_seconds = seconds_since_start();
   result.seconds = result.end_seconds - result.start_seconds;
   if (succeeded(verdict.status)) result.output = attempt.output;
@@ -177,7 +230,7 @@ void Scheduler::settle(size_t i, const Attempt& attempt) {
   if (succeeded(verdict.status)) {
     for (size_t d : dependants_[i]) {
       if (--waiting_on_[d] == 0 && results_[d].status == JobStatus::pending) {
-        ready_.insert(position_[d]);
+        make_ready(position_[d]);
       }
     }
     return;
@@ -212,6 +265,7 @@ void Scheduler::skip_pending(const std::string& why) {
     if (results_[i].status == JobStatus::pending) skip(i, why);
   }
   ready_.clear();
+  ready_elsewhere_.clear();
 }
 
 void Scheduler::skip(size_t i, std::string why) {
@@ -220,6 +274,7 @@ void Scheduler::skip(size_t i, std::string why) {
   result.log = std::move(why);
   result.start_seconds = result.end_seconds = seconds_since_start();
   ready_.erase(position_[i]);
+  ready_elsewhere_.erase(position_[i]);
   finish(i);
 }
 
@@ -271,8 +326,10 @@ std::unordered_map<std::string_view, std::size_t> index_by_name(const Manifest& 
   return index;
 }
 
-Report schedule(const Manifest& manifest, const Options& options, int threads, JobRunner& runner) {
-  return Scheduler(manifest, options, runner).run(threads);
+Report schedule(const Manifest& manifest, const Options& options, int threads, JobRunner& runner,
+                int local_threads) {
+  int local = local_threads > 0 ? std::min(local_threads, threads) : threads;
+  return Scheduler(manifest, options, runner, local).run(threads);
 }
 
 }  // namespace kiln::build::detail

@@ -1,4 +1,5 @@
-// kiln build [MANIFEST] [-j N] [--timeout S] [--out DIR] [--json FILE] [--trace FILE]
+// kiln build [MANIFEST] [-j N|auto] [--local-jobs N] [--timeout S] [--out DIR] [--json FILE]
+// [--trace FILE]
 //            [--launcher L] [--keep-going] [--no-cache] [--dry-run] [--allow-shared-out] [-v]
 // Builds every job of a manifest (default: the bundled examples), with progress, a summary, and
 // Ctrl-C that stops everything and leaves no partial output.
@@ -10,6 +11,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <charconv>
 #include <condition_variable>
 #include <cstdio>
 #include <iostream>
@@ -37,7 +39,8 @@ using build::JobStatus;
 
 struct BuildArgs {
   std::string manifest;
-  int jobs = 0;
+  std::string jobs;  // a number or "auto"; "": the doctor's recommendation
+  int local_jobs = 0;
   std::optional<double> timeout;
   std::string out = "kiln-out";
   std::string json;
@@ -240,6 +243,19 @@ class Progress {
   std::thread ticker_;
 };
 
+// -j's value: a positive number, or "auto" (the distributing launcher's cluster decides).
+int jobs_value(const std::string& text) {
+  if (text.empty()) return 0;
+  if (text == "auto") return build::kAutoJobs;
+  int jobs = 0;
+  auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), jobs);
+  if (error != std::errc() || end != text.data() + text.size() || jobs < 0) {
+    throw InvalidArgument(
+        fmt::format("-j {}: must be a number of jobs (0: the recommendation) or auto", text));
+  }
+  return jobs;
+}
+
 int run_build_command(const BuildArgs& args) {
   fs::path file = manifest_path(args.manifest);
   build::Manifest manifest;
@@ -248,14 +264,14 @@ int run_build_command(const BuildArgs& args) {
   } catch (const FileNotFound& e) {
     throw InvalidArgument(e.what());  // a bad command line: exit 2
   }
-  build::Options options{.jobs = args.jobs,
+  build::Options options{.jobs = jobs_value(args.jobs),
+                         .local_jobs = args.local_jobs,
                          .timeout = args.timeout,
                          .out_dir = args.out,
                          .allow_shared_out = args.allow_shared_out,
                          .launcher = args.launcher,
                          .keep_going = args.keep_going,
                          .use_cache = !args.no_cache};
-  if (args.jobs < 0) throw InvalidArgument(fmt::format("-j {}: must be at least 1", args.jobs));
 
   if (args.dry_run) {
     std::vector<build::PlannedJob> plan = build::plan_build(manifest, options);
@@ -263,6 +279,7 @@ int run_build_command(const BuildArgs& args) {
       const build::PlannedJob& p = plan[i];
       std::string note = !p.skip_reason.empty() ? " (would be skipped: " + p.skip_reason + ")"
                          : p.cached             ? " (cached)"
+                         : !p.route.empty()     ? " (" + p.route + ")"
                                                 : "";
       std::cout << fmt::format("[{}/{}] {} {} -> {}{}\n", i + 1, plan.size(),
                                build::kind_name(p.job->kind), p.job->name, p.output.string(), note);
@@ -299,7 +316,12 @@ void add_build(CLI::App& app, int* status) {
       "a job failed, timed out or crashed, 2 for a bad manifest");
   sub->add_option("manifest", args->manifest, "The manifest (JSON; see docs/manifest.md)");
   sub->add_option("-j,--jobs", args->jobs,
-                  "Jobs at once (default: the doctor's recommendation for this machine)");
+                  "Jobs at once (default: the doctor's recommendation for this machine); with a "
+                  "launcher that distributes (sccache-dist, distcc, icecc) the cluster's slots, "
+                  "or auto to ask sccache-dist's scheduler");
+  sub->add_option("--local-jobs", args->local_jobs,
+                  "With a distributing launcher: jobs that run locally at once (links, NVRTC, "
+                  "tar; default: the doctor's recommendation)");
   sub->add_option("--timeout", args->timeout,
                   "Seconds every job may take (0: none), overriding the manifest");
   sub->add_option("--out", args->out, "Where outputs go, as <name>.<ext> (default: kiln-out)");
@@ -309,7 +331,8 @@ void add_build(CLI::App& app, int* status) {
   sub->add_option("--trace", args->trace,
                   "Write a Chrome trace (Perfetto, chrome://tracing; -: stdout)");
   sub->add_option("--launcher", args->launcher,
-                  "ccache, sccache, distcc or icecc in front of C/C++ compiles");
+                  "ccache, sccache, distcc or icecc in front of C/C++ compiles (sccache also in "
+                  "front of nvcc; NVRTC compiles in kiln's process, never elsewhere)");
   sub->add_flag("--keep-going", args->keep_going, "Build what does not depend on a failure");
   sub->add_flag("--no-cache", args->no_cache, "Neither read nor fill the cache");
   sub->add_flag("--dry-run", args->dry_run, "Print what would be built, build nothing");

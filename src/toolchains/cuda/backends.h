@@ -26,7 +26,8 @@ struct Request {
   // CompileOptions::output: with TVM_KERNEL_DUMP and no output, nvcc's result stays in the dump
   // directory (the seed's tvm_kernels.<format>).
   std::filesystem::path output{};
-  std::vector<std::string> archs{};  // CompileOptions::archs (nvcc only)
+  std::vector<std::string> archs{};    // CompileOptions::archs (nvcc only)
+  std::optional<Launcher> launcher{};  // CompileOptions::launcher (nvcc only)
 };
 
 // A file as part of a cache key: its path, size and modification time (a reinstalled compiler

@@ -170,6 +170,12 @@ CompileResult compile(std::string_view code, const CompileOptions& options) {
   request.output = options.output;
   request.options = options.options;
   request.source_path = options.source_path;
+  if (options.launcher && options.backend != Backend::nvcc) {
+    throw InvalidArgument(
+        fmt::format("a launcher ({}) goes in front of nvcc; NVRTC compiles in this process",
+                    options.launcher->name));
+  }
+  request.launcher = options.launcher;
   request.nvshmem = uses_nvshmem(code);
   Format fallback = options.backend == Backend::nvcc ? Format::ptx : Format::cubin;
   request.format = request.nvshmem ? Format::cubin : options.format.value_or(fallback);

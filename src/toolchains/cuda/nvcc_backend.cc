@@ -21,9 +21,14 @@ namespace fs = std::filesystem;
 // keeps its intermediate files in TMPDIR and removes them only when it ends normally: they go to
 // `temp`, which goes away with the compile whatever happens to nvcc.
 // Returns what the stage printed (warnings, ptxas -v's lines).
-std::string run_stage(const std::string& code, std::vector<std::string> argv,
-                      const fs::path& temp) {
-  RunResult result = run({.argv = std::move(argv), .env = {{"TMPDIR", temp.string()}}});
+std::string run_stage(const std::string& code, std::vector<std::string> argv, const fs::path& temp,
+                      const std::optional<Launcher>& launcher = {}) {
+  RunOptions options{.argv = std::move(argv), .env = {{"TMPDIR", temp.string()}}};
+  if (launcher) {
+    options.argv = launcher->wrap(options.argv);
+    options.env.insert(launcher->env.begin(), launcher->env.end());
+  }
+  RunResult result = run(options);
   if (!result.ok()) {
     throw tool_failed(code, "Compilation error:\n" + result.output, result);
   }
@@ -209,7 +214,7 @@ CompileResult compile_with_nvcc(const Request& request) {
   } else {
     cmd.push_back(source.path.string());
   }
-  std::string log = run_stage(request.code, cmd, temp.path());
+  std::string log = run_stage(request.code, cmd, temp.path(), request.launcher);
   if (request.nvshmem) {
     target = link_with_nvlink(request.code, target, *nvshmem, digits, target_dir, temp.path(), log);
   }
