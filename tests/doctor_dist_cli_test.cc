@@ -20,6 +20,7 @@
 #include "kiln/process.h"
 #include "kiln/temp_directory.h"
 #include "testing/distcc_daemon.h"
+#include "testing/icecream_cluster.h"
 #include "testing/sccache_cluster.h"
 #include "testing/test_support.h"
 
@@ -219,6 +220,24 @@ TEST(DoctorDistCli, DistccHostThatRefusesFailsWithDistccsReason) {
   EXPECT_EQ(findings["distcc remote compile"]["status"], "FAIL") << r.output;
   EXPECT_NE(text_of(findings["distcc remote compile"]).find("failed to distribute"),
             std::string::npos);
+}
+
+TEST(DoctorDistCli, IcecreamClusterRunsTheProbeOnItsServer) {
+  testing::NamespaceNetwork net(3);
+  testing::IcecreamCluster cluster(net, {.servers = 1});
+  if (cluster.missing_prerequisite()) GTEST_SKIP() << cluster.why();
+  ASSERT_TRUE(cluster.available()) << cluster.why();
+  std::vector<std::string> argv = cluster.client_prefix();
+  argv.insert(argv.end(), {KILN_BINARY, "doctor", "--dist", "--launcher", "icecc", "--json"});
+  RunResult r =
+      run({.argv = argv, .env = cluster.client_env(), .merge_stderr = false, .timeout = 180s});
+  EXPECT_EQ(r.exit_code, 0) << r.output << r.error_output << cluster.logs();
+  Findings findings = by_check(r);
+  EXPECT_EQ(findings["iceccd"]["status"], "PASS") << r.output;
+  EXPECT_EQ(findings["icecc remote compile"]["status"], "PASS") << r.output << cluster.logs();
+  std::string server = cluster.server_address(0);
+  EXPECT_NE(text_of(findings["icecc remote compile"]).find(server), std::string::npos);
+  EXPECT_GE(cluster.completed_jobs()[server], 1) << cluster.logs();
 }
 
 TEST(DoctorDistCli, NoIceccDaemon) {
