@@ -8,8 +8,14 @@
 //
 //   for (const auto& f : kiln::doctor::check_python_tvm("/opt/venv/bin/python"))
 //     std::cout << f.check << ": " << f.finding << "\n";
+//
+// `kiln doctor --dist` checks a distributed compile engine end to end instead:
+//
+//   for (const auto& f : kiln::doctor::check_dist({.engine = "sccache"}))
+//     if (f.status != kiln::doctor::Status::pass) std::cout << f.check << ": " << f.fix << "\n";
 #pragma once
 
+#include <chrono>
 #include <filesystem>
 #include <optional>
 #include <string>
@@ -94,6 +100,30 @@ std::vector<Finding> check_library(const std::filesystem::path& library,
 // fails, the libraries it would load are modelled from the package's files instead, and the
 // findings say so.
 std::vector<Finding> check_python_tvm(const std::filesystem::path& python = {});
+
+struct DistOptions {
+  // "sccache", "icecc" or "distcc" (anything else is kiln::InvalidArgument); "" = the first of
+  // them on PATH, sccache first.
+  std::string engine{};
+  // The limit of each probe that asks a server something (a scheduler's status, a daemon's
+  // socket); a trivial compile may take three times as long (sccache packages and uploads the
+  // compiler on its first one). A probe that runs out says so in its finding.
+  std::chrono::seconds timeout{20};
+};
+
+// The distributed compile engine kiln build's --launcher would use, checked end to end, each
+// finding with its fix; kiln's own probes never touch the user's servers or caches.
+//  - sccache: the program and its version; the client config (SCCACHE_CONF, else
+//    ~/.config/sccache/config) and its [dist] scheduler_url; then, through a private sccache
+//    client server (its own socket in a temporary directory, stopped by pid at the end), the
+//    scheduler (`sccache --dist-status`), its build servers and CPUs (0 servers is a FAIL), and
+//    one trivial C compile: the client token the scheduler accepted, and the compile counted in
+//    the statistics' dist_compiles (else the reason from sccache's log).
+//  - icecc: the program; a local iceccd on one of the sockets icecc tries; a trivial compile whose
+//    ICECC_LOGFILE names the remote host the scheduler chose.
+//  - distcc: the program; the hosts (DISTCC_HOSTS or a hosts file); a trivial compile with
+//    DISTCC_FALLBACK=0 that its verbose log says ran on one of them.
+std::vector<Finding> check_dist(const DistOptions& options = {});
 
 // "3.22.1" -> {3, 22, 1}; missing fields are 0. Empty when the text holds no version.
 std::vector<int> parse_version(std::string_view text);

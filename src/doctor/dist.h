@@ -1,0 +1,97 @@
+// What the checks of `kiln doctor --dist` share, and the readers of the engines' own words (their
+// configuration, status and logs), apart so that tests can feed them text.
+#pragma once
+
+#include <chrono>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "kiln/doctor.h"
+#include "kiln/process.h"
+
+namespace kiln::doctor::detail {
+
+// The checks of one engine (check_dist picks one).
+std::vector<Finding> check_sccache_dist(std::chrono::seconds timeout);
+std::vector<Finding> check_icecc_dist(std::chrono::seconds timeout);
+std::vector<Finding> check_distcc_dist(std::chrono::seconds timeout);
+
+// A trivial C translation unit no cache has seen: a function named for this process, the time and
+// a counter (a comment would not do: caches key the preprocessed text).
+std::string unique_probe_source();
+
+// The C compiler the probes compile with: $CC, else gcc, else cc on PATH; "" when none.
+std::string probe_compiler();
+
+// The last `count` lines of `text` that hold one of `needles` (all lines when `needles` is
+// empty), joined with newlines.
+std::string last_lines(std::string_view text, const std::vector<std::string_view>& needles,
+                       size_t count);
+
+// sccache's client configuration, as far as the doctor reads it: the [dist] and [dist.auth]
+// tables of a TOML file (`key = "value"` lines).
+struct SccacheConfig {
+  std::filesystem::path path;  // the file read ("" when none was found)
+  std::string scheduler_url;   // [dist] scheduler_url ("" when absent)
+  std::string auth_type;       // [dist.auth] type ("" when absent)
+  bool has_token = false;      // [dist.auth] token is set
+};
+SccacheConfig parse_sccache_config(std::string_view toml);
+
+// Where sccache reads its client configuration: $SCCACHE_CONF, else
+// $XDG_CONFIG_HOME/sccache/config, else ~/.config/sccache/config.
+std::filesystem::path sccache_config_path();
+
+// `sccache --dist-status`: {"SchedulerStatus":[url,{"num_servers":N,"num_cpus":C,...}]},
+// {"Disabled":...} or {"NotConnected":[url,message]}.
+struct SchedulerStatus {
+  enum class State { ok, disabled, not_connected, unreadable } state = State::unreadable;
+  std::string url;
+  int servers = 0;
+  int cpus = 0;
+  std::string message;  // sccache's words when not ok
+};
+SchedulerStatus parse_dist_status(std::string_view output);
+
+// From `sccache --show-stats --stats-format json`: compiles per build server, and distributed
+// compiles that failed.
+struct DistCounts {
+  std::map<std::string, long> compiles;
+  long errors = 0;
+};
+std::optional<DistCounts> parse_dist_counts(std::string_view stats_json);
+
+// What sccache's log says about a distributed compile that did not happen: whether the scheduler
+// rejected the client's token (sccache 0.16 logs "Error 401: Fixed token mismatch" and fails the
+// compile), and the lines that say why.
+struct SccacheLogReason {
+  bool token_rejected = false;
+  std::string lines;
+};
+SccacheLogReason sccache_log_reason(std::string_view log);
+
+// Where a trivial compile ran, from the engine's own log: the remote host ("" when it ran
+// locally or not at all) and the lines that say so.
+struct EngineVerdict {
+  std::string host;
+  bool no_daemon = false;  // icecc: "no local daemon found"
+  std::string lines;
+};
+EngineVerdict parse_icecc_log(std::string_view log);
+EngineVerdict parse_distcc_log(std::string_view log);
+
+class SccacheClient;
+// The trivial compile through `client`'s server: "sccache auth" (the scheduler took the client's
+// token) and "sccache remote compile" (the statistics' dist_compiles grew, else sccache's reason).
+std::vector<Finding> sccache_compile_findings(SccacheClient& client, const SccacheConfig& config,
+                                              std::chrono::seconds timeout);
+
+// DISTCC_HOSTS, else the first hosts file distcc reads ($DISTCC_DIR/hosts or ~/.distcc/hosts,
+// then /etc/distcc/hosts), as {where, hosts}; std::nullopt when none.
+std::optional<std::pair<std::string, std::string>> distcc_hosts();
+
+}  // namespace kiln::doctor::detail

@@ -1,0 +1,165 @@
+// Reading the engines' own words for kiln doctor --dist: sccache's config, status, statistics and
+// log; icecc's and distcc's client logs; distcc's host list.
+#include <regex>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "dist.h"
+#include "internal/files.h"
+
+namespace kiln::doctor::detail {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+std::string trimmed(std::string_view text) {
+  size_t first = text.find_first_not_of(" \t\r");
+  if (first == text.npos) return "";
+  size_t last = text.find_last_not_of(" \t\r");
+  return std::string(text.substr(first, last - first + 1));
+}
+
+// The value of a TOML `key = "value"` (or 'value', or a bare word) line; "" when it has none.
+std::string toml_value(std::string_view line, std::string_view key) {
+  size_t equals = line.find('=');
+  if (equals == line.npos || trimmed(line.substr(0, equals)) != key) return "";
+  std::string value = trimmed(line.substr(equals + 1));
+  if (value.size() >= 2 && (value.front() == '"' || value.front() == '\'')) {
+    size_t close = value.find(value.front(), 1);
+    return value.substr(1, close == value.npos ? value.npos : close - 1);
+  }
+  return value.substr(0, value.find('#'));
+}
+
+}  // namespace
+
+SccacheConfig parse_sccache_config(std::string_view toml) {
+  SccacheConfig config;
+  std::string table;
+  std::istringstream lines{std::string(toml)};
+  for (std::string line; std::getline(lines, line);) {
+    std::string text = trimmed(line);
+    if (text.empty() || text[0] == '#') continue;
+    if (text[0] == '[') {
+      table = trimmed(text.substr(1, text.find(']') - 1));
+    } else if (table == "dist" && !toml_value(text, "scheduler_url").empty()) {
+      config.scheduler_url = toml_value(text, "scheduler_url");
+    } else if (table == "dist.auth" && !toml_value(text, "type").empty()) {
+      config.auth_type = toml_value(text, "type");
+    } else if (table == "dist.auth" && !toml_value(text, "token").empty()) {
+      config.has_token = true;
+    }
+  }
+  return config;
+}
+
+fs::path sccache_config_path() {
+  if (std::optional<std::string> conf = internal::env("SCCACHE_CONF")) return *conf;
+  if (std::optional<std::string> xdg = internal::env("XDG_CONFIG_HOME")) {
+    return fs::path(*xdg) / "sccache" / "config";
+  }
+  return fs::path(internal::env("HOME").value_or("")) / ".config" / "sccache" / "config";
+}
+
+SchedulerStatus parse_dist_status(std::string_view output) {
+  SchedulerStatus status;
+  try {
+    json value = json::parse(output);
+    if (value.contains("SchedulerStatus")) {
+      const json& scheduler = value["SchedulerStatus"];
+      status.state = SchedulerStatus::State::ok;
+      status.url = scheduler.at(0).get<std::string>();
+      status.servers = scheduler.at(1).at("num_servers").get<int>();
+      status.cpus = scheduler.at(1).at("num_cpus").get<int>();
+    } else if (value.contains("NotConnected")) {
+      status.state = SchedulerStatus::State::not_connected;
+      status.url = value["NotConnected"].at(0).get<std::string>();
+      status.message = value["NotConnected"].at(1).get<std::string>();
+    } else if (value.contains("Disabled")) {
+      status.state = SchedulerStatus::State::disabled;
+      status.message = value["Disabled"].dump();
+    } else {
+      status.message = trimmed(output);
+    }
+  } catch (const json::exception&) {
+    status.state = SchedulerStatus::State::unreadable;
+    status.message = trimmed(output.substr(0, 400));
+  }
+  return status;
+}
+
+std::optional<DistCounts> parse_dist_counts(std::string_view stats_json) {
+  try {
+    json stats = json::parse(stats_json).at("stats");
+    DistCounts counts;
+    counts.errors = stats.at("dist_errors").get<long>();
+    for (const auto& [server, count] : stats.at("dist_compiles").items()) {
+      counts.compiles[server] = count.get<long>();
+    }
+    return counts;
+  } catch (const json::exception&) {
+    return std::nullopt;
+  }
+}
+
+SccacheLogReason sccache_log_reason(std::string_view log) {
+  SccacheLogReason reason;
+  reason.token_rejected =
+      log.find("Error 401") != log.npos || log.find("Fixed token mismatch") != log.npos;
+  reason.lines = last_lines(
+      log, {" ERROR ", " WARN ", "falling back", "Could not perform distributed compile"}, 6);
+  return reason;
+}
+
+EngineVerdict parse_icecc_log(std::string_view log) {
+  EngineVerdict verdict;
+  verdict.no_daemon = log.find("no local daemon found") != log.npos;
+  static const std::regex remote(R"(Have to use host (\S+))");
+  std::match_results<std::string_view::const_iterator> m;
+  bool local = log.find("building myself") != log.npos;
+  if (!local && std::regex_search(log.begin(), log.end(), m, remote)) verdict.host = m[1].str();
+  verdict.lines = last_lines(log,
+                             {"Have to use host", "building myself", "locally", "local daemon",
+                              "scheduler", "Error", "error"},
+                             6);
+  return verdict;
+}
+
+EngineVerdict parse_distcc_log(std::string_view log) {
+  EngineVerdict verdict;
+  static const std::regex compiled(R"(\] compile \S+ on (\S+) completed ok)");
+  std::match_results<std::string_view::const_iterator> m;
+  if (std::regex_search(log.begin(), log.end(), m, compiled) && m[1].str() != "localhost") {
+    verdict.host = m[1].str();
+  }
+  verdict.lines = last_lines(log, {"ERROR", "completed ok", "failed", "Warning"}, 6);
+  return verdict;
+}
+
+std::optional<std::pair<std::string, std::string>> distcc_hosts() {
+  if (std::optional<std::string> hosts = internal::env("DISTCC_HOSTS")) {
+    return std::pair<std::string, std::string>{"DISTCC_HOSTS", *hosts};
+  }
+  std::optional<std::string> dir = internal::env("DISTCC_DIR");
+  if (!dir) {
+    if (std::optional<std::string> home = internal::env("HOME")) dir = *home + "/.distcc";
+  }
+  std::vector<fs::path> files;
+  if (dir) files.push_back(fs::path(*dir) / "hosts");
+  files.emplace_back("/etc/distcc/hosts");
+  for (const fs::path& file : files) {
+    if (!internal::is_file(file)) continue;
+    std::string words;
+    std::istringstream lines(internal::read_file(file));
+    for (std::string line; std::getline(lines, line);) {
+      line = trimmed(line.substr(0, line.find('#')));
+      if (!line.empty()) words += (words.empty() ? "" : " ") + line;
+    }
+    if (!words.empty()) return std::pair<std::string, std::string>{file.string(), words};
+  }
+  return std::nullopt;
+}
+
+}  // namespace kiln::doctor::detail
