@@ -364,10 +364,16 @@ Route route_of(const Job& job, const Options& options) {
       }
       if (name != "sccache")
         return {.why_local = name + " does not take nvcc compiles (sccache does)"};
-      if (job.format == cuda::Format::fatbin) {
-        return {.why_local =
-                    "sccache fails nvcc --fatbin compiles now and then (seen with sccache 0.16 and "
-                    "nvcc 13: a .module_id it looks for is missing): cubin and ptx go through it"};
+      // nvcc runs cicc twice for a fatbin of an arch-specific target (sm_90a, sm_100f), the
+      // second pass reading the first's .module_id, which sccache's split of the steps loses now
+      // and then (sccache 0.16, nvcc 13: a third of such compiles failed, with or without a
+      // cluster). Other fatbins, cubins and ptx went through every time.
+      if (job.format == cuda::Format::fatbin &&
+          (job.arch.ends_with('a') || job.arch.ends_with('f'))) {
+        return {.why_local = fmt::format(
+                    "sccache fails nvcc --fatbin for an arch-specific target ({}) now and then "
+                    "(a .module_id it looks for is missing): cubin and ptx go through it",
+                    job.arch)};
       }
       return {.launcher = name, .distributes = true};
     default:

@@ -193,5 +193,46 @@ TEST(Recipe, AnNdkStaticLibrarysArchiverIsInItsKey) {
   EXPECT_TRUE(internal::is_file(ws.output));
 }
 
+// Which jobs the build's launcher takes, which of those it may send elsewhere, and why the
+// others stay here.
+TEST(Route, ALauncherTakesCompilesAndSaysWhyItLeavesTheRest) {
+  Manifest m = parse_manifest_text(R"({"jobs": [
+      {"name": "o", "kind": "object", "language": "c", "code": "int o;"},
+      {"name": "so", "kind": "shared", "language": "c", "code": "int s;"},
+      {"name": "nvrtc", "kind": "cuda", "code": "__global__ void k() {}", "arch": "sm_80"},
+      {"name": "cubin", "kind": "cuda", "code": "__global__ void k() {}", "arch": "sm_90a",
+       "backend": "nvcc", "format": "cubin"},
+      {"name": "fat80", "kind": "cuda", "code": "__global__ void k() {}", "arch": "sm_80",
+       "backend": "nvcc", "format": "fatbin"},
+      {"name": "fat90a", "kind": "cuda", "code": "__global__ void k() {}", "arch": "sm_90a",
+       "backend": "nvcc", "format": "fatbin"},
+      {"name": "t", "kind": "tar", "inputs": ["@o"]}]})",
+                                   ".", "test");
+  Options sccache{.launcher = "sccache"};
+  auto route = [&](const char* name, const Options& options) {
+    return route_of(m.jobs[m.index_of(name).value()], options);
+  };
+  EXPECT_EQ(route("o", {}).launcher, "");
+  Route object = route("o", sccache);
+  EXPECT_EQ(object.launcher, "sccache");
+  EXPECT_TRUE(object.distributes);
+  EXPECT_FALSE(route("o", {.launcher = "ccache"}).distributes);  // a cache, not a cluster
+  Route link = route("so", sccache);
+  EXPECT_EQ(link.launcher, "sccache");
+  EXPECT_FALSE(link.distributes);
+  EXPECT_EQ(link.why_local, "a compile that also links runs locally");
+  EXPECT_EQ(route("nvrtc", sccache).launcher, "");
+  EXPECT_NE(route("nvrtc", sccache).why_local.find("NVRTC compiles in kiln's process"),
+            std::string::npos);
+  EXPECT_TRUE(route("cubin", sccache).distributes);
+  EXPECT_TRUE(route("fat80", sccache).distributes);
+  EXPECT_NE(route("fat90a", sccache).why_local.find("arch-specific target (sm_90a)"),
+            std::string::npos);
+  EXPECT_EQ(route("cubin", {.launcher = "distcc"}).why_local,
+            "distcc does not take nvcc compiles (sccache does)");
+  EXPECT_EQ(route("t", sccache).why_local,
+            "tar jobs run locally: sccache takes C/C++ and nvcc compiles");
+}
+
 }  // namespace
 }  // namespace kiln::build::detail

@@ -174,14 +174,17 @@ SccacheServers::Server& SccacheServers::server(int slot) {
   server->socket = dir_ / fmt::format("sccache-{}.sock", slot);
   int stop = stop_.read.get();
   Launcher::Environment env = server_env_;
+  // `sccache` with SCCACHE_START_SERVER=1 is the server itself, in the foreground: kiln's own
+  // child, in its own process group, killed with kiln (`sccache --start-server` would leave it
+  // as a grandchild whose pid kiln never learns).
+  env.insert_or_assign("SCCACHE_START_SERVER", "1");
   env.insert_or_assign("SCCACHE_NO_DAEMON", "1");
   env.insert_or_assign("SCCACHE_SERVER_UDS", server->socket.string());
   env.insert_or_assign("SCCACHE_IDLE_TIMEOUT", "0");
   env.insert_or_assign("SCCACHE_SERVER_PORT", std::nullopt);
   server->process = std::async(std::launch::async, [this, stop, env = std::move(env)] {
     RunScope scope({.cancel_fd = stop});
-    // In the foreground (no daemon): kiln's child, in its own process group, killed with kiln.
-    return run({.argv = {sccache_, "--start-server"}, .env = env});
+    return run({.argv = {sccache_}, .env = env});
   });
   auto deadline = std::chrono::steady_clock::now() + kStartLimit;
   while (!fs::exists(server->socket) && std::chrono::steady_clock::now() < deadline) {
@@ -192,8 +195,7 @@ SccacheServers::Server& SccacheServers::server(int slot) {
                           ? server->process.get().output
                           : "it did not listen within 20 s";
     servers_.erase(slot);
-    throw Error(
-        fmt::format("sccache --start-server (kiln's server for slot {}) failed: {}", slot, why));
+    throw Error(fmt::format("sccache (kiln's server for slot {}) failed: {}", slot, why));
   }
   return *server;
 }
