@@ -105,7 +105,7 @@ Finding compile_finding(const std::string& icecc, std::chrono::seconds timeout) 
   f.fix =
       "the scheduler places a job on this machine when no other daemon is registered or free: "
       "check that icecc-scheduler runs and that iceccd on the other machines reaches it (TCP "
-      "8765, UDP 8765 broadcast, TCP 10245 between daemons); docs/distributed-icecream.md";
+      "8765, UDP 8765 broadcast, TCP 10245 between daemons); docs/distributed.md, icecream";
   return f;
 }
 
