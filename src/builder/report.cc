@@ -59,7 +59,8 @@ std::string where_text(const Report& report) {
   text += "\n";
   for (const auto& [why, names] : passed_over) {
     constexpr size_t kNamed = 3;
-    std::vector<std::string> shown(names.begin(), names.begin() + std::min(names.size(), kNamed));
+    std::vector<std::string> shown(
+        names.begin(), names.begin() + static_cast<std::ptrdiff_t>(std::min(names.size(), kNamed)));
     std::string more =
         names.size() > kNamed ? fmt::format(" and {} more", names.size() - kNamed) : "";
     text += fmt::format("  locally: {}{}: {}\n", fmt::join(shown, ", "), more, why);
