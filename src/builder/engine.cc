@@ -74,8 +74,12 @@ std::pair<int, std::string> auto_jobs(const Manifest& manifest, const Options& o
     return {default_jobs(), "no sccache-dist cluster to ask: the local recommendation"};
   }
   TempDirectory sockets;
-  detail::DistStatus status =
-      detail::SccacheServers(program->string(), sockets.path()).dist_status(0);
+  detail::DistStatus status;
+  try {
+    status = detail::SccacheServers(program->string(), sockets.path()).dist_status(0);
+  } catch (const Error& e) {
+    status.problem = e.what();
+  }
   if (!status.problem.empty()) {
     return {default_jobs(),
             fmt::format("sccache-dist: {}; the local recommendation", status.problem)};

@@ -135,14 +135,24 @@ DistStatus parse_dist_status(std::string_view text) {
 
 struct SccacheServers::Server {
   fs::path socket;
+  internal::Pipe stop = internal::make_pipe();  // written to stop it: its RunScope is cancelled
   std::future<RunResult> process;
+
+  // Kills the server (its process group), waits for it, and returns what it printed, or why it
+  // could not be started.
+  std::string kill() {
+    char byte = 1;
+    (void)!::write(stop.write.get(), &byte, 1);
+    try {
+      return process.get().output;
+    } catch (const std::exception& e) {
+      return e.what();
+    }
+  }
 };
 
 SccacheServers::SccacheServers(std::string sccache, fs::path dir, Launcher::Environment server_env)
-    : sccache_(std::move(sccache)),
-      dir_(std::move(dir)),
-      server_env_(std::move(server_env)),
-      stop_(internal::make_pipe()) {}
+    : sccache_(std::move(sccache)), dir_(std::move(dir)), server_env_(std::move(server_env)) {}
 
 SccacheServers::~SccacheServers() {
   std::lock_guard lock(mutex_);
@@ -156,13 +166,13 @@ SccacheServers::~SccacheServers() {
     } catch (const Error&) {  // NOLINT(bugprone-empty-catch): killed below all the same
     }
   }
-  char byte = 1;
-  (void)!::write(stop_.write.get(), &byte, 1);  // cancels every server's RunScope: killed
-  for (auto& [slot, server] : servers_) server->process.wait();
+  for (auto& [slot, server] : servers_) server->kill();
 }
 
 SccacheServers::Server& SccacheServers::server(int slot) {
   std::lock_guard lock(mutex_);
+  // One server that could not start says why for all: the next would wait as long to fail.
+  if (!failed_.empty()) throw Error(failed_);
   std::unique_ptr<Server>& server = servers_[slot];
   if (server) {
     if (server->process.wait_for(0s) == std::future_status::ready) {
@@ -172,7 +182,7 @@ SccacheServers::Server& SccacheServers::server(int slot) {
   }
   server = std::make_unique<Server>();
   server->socket = dir_ / fmt::format("sccache-{}.sock", slot);
-  int stop = stop_.read.get();
+  int stop = server->stop.read.get();
   Launcher::Environment env = server_env_;
   // `sccache` with SCCACHE_START_SERVER=1 is the server itself, in the foreground: kiln's own
   // child, in its own process group, killed with kiln (`sccache --start-server` would leave it
@@ -191,11 +201,17 @@ SccacheServers::Server& SccacheServers::server(int slot) {
     if (server->process.wait_for(5ms) == std::future_status::ready) break;
   }
   if (!fs::exists(server->socket)) {
-    std::string why = server->process.wait_for(0s) == std::future_status::ready
-                          ? server->process.get().output
-                          : "it did not listen within 20 s";
+    // Not listening yet: sccache connects to the scheduler first, and one that accepts and
+    // never answers holds it there.
+    bool exited = server->process.wait_for(0s) == std::future_status::ready;
+    std::string output = server->kill();
     servers_.erase(slot);
-    throw Error(fmt::format("sccache (kiln's server for slot {}) failed: {}", slot, why));
+    failed_ = fmt::format("kiln's sccache server did not start: {}{}",
+                          exited ? "it exited"
+                                 : "it did not listen within 20 s (is the "
+                                   "scheduler in sccache's [dist] config answering?)",
+                          output.empty() ? "" : ": " + output);
+    throw Error(failed_);
   }
   return *server;
 }

@@ -81,8 +81,8 @@ class SccacheServers {
   std::string sccache_;
   std::filesystem::path dir_;
   Launcher::Environment server_env_;
-  internal::Pipe stop_;  // written at the end: every server's RunScope is cancelled
   std::mutex mutex_;
+  std::string failed_;  // why a server could not start; then none is tried again
   std::map<int, std::unique_ptr<Server>> servers_;
 };
 
