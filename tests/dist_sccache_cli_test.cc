@@ -37,6 +37,7 @@
 #include <nlohmann/json.hpp>
 
 #include "kiln/elf.h"
+#include "kiln/machine.h"
 #include "kiln/paths.h"
 #include "kiln/process.h"
 #include "kiln/temp_directory.h"
@@ -311,11 +312,18 @@ TEST(DistSccacheCli, EveryCompileRunsRemotelyMatchesALocalBuildAndRebuildsFromTh
   ASSERT_EQ(engine.exit_code, 0) << engine.output << engine.error_output;
   expect_every_job_from(project.result("remote"), "engine-cache");
   expect_same_outputs(project.result("local"), project.result("remote"));
-  // And with kiln's cache, kiln answers before sccache is asked.
-  RunResult cached = project.build("remote", {"--launcher", "sccache", "-j", "8"},
+  // And with kiln's cache, kiln answers before sccache is asked; -j auto takes the slots from the
+  // scheduler, through the build's own first sccache server.
+  RunResult cached = project.build("remote", {"--launcher", "sccache", "-j", "auto"},
                                    cluster.client_env(), cluster.client_prefix());
   ASSERT_EQ(cached.exit_code, 0) << cached.output << cached.error_output;
   expect_every_job_from(project.result("remote"), "kiln-cache");
+  std::smatch slots;
+  std::regex said(R"(-j auto: sccache-dist at \S+: 4 build servers, (\d+) CPUs)");
+  ASSERT_TRUE(std::regex_search(cached.output, slots, said)) << cached.output;
+  size_t cpus = std::stoul(slots[1].str());
+  EXPECT_GE(cpus, 4u);
+  EXPECT_EQ(project.result("remote").at("summary").at("jobs"), std::min(cpus, project.jobs()));
   expect_same_outputs(project.result("local"), project.result("remote"));
   EXPECT_EQ(cluster.completed_jobs(), completed) << "a rebuild compiled remotely again";
 }
@@ -427,6 +435,38 @@ TEST(DistSccacheCli, ABuildServerKilledMidBuildFallsBackWithoutPartialOutput) {
       "distribution); scheduler: %d on server 0, %d on server 1\n",
       before_kill[cluster.server_address(0)], ran["remote"], ran["local"], ran["fell back"],
       completed[cluster.server_address(0)], completed[cluster.server_address(1)]);
+}
+
+// No cluster configured: -j auto says so and takes the local recommendation; the compiles go
+// through sccache all the same, locally, and say so.
+TEST(DistSccacheCli, AutoJobsWithoutAClusterTakesTheLocalRecommendationAndSaysWhy) {
+  fs::path bin = fs::path(KILN_SCCACHE_BIN_DIR);
+  if (!fs::exists(bin / "sccache")) GTEST_SKIP() << "no sccache in " << bin;
+  DistProject project;
+  for (int i = 0; i < 3; ++i) {
+    project.add(fmt::format("c{}", i), fmt::format("c{}.c", i),
+                fmt::format("int alone_{0}(int x) {{ return x + {0}; }}\n", i));
+  }
+  project.write_manifest(60);
+  std::ofstream(project.path("client.conf"))
+      << "[cache.disk]\ndir = \"" << project.path("sccache").string() << "\"\n";
+  const char* path = std::getenv("PATH");
+  RunResult r =
+      project.build("out", {"--launcher", "sccache", "-j", "auto"},
+                    {{"SCCACHE_CONF", project.path("client.conf").string()},
+                     {"SCCACHE_DIR", project.path("sccache").string()},
+                     {"PATH", bin.string() + ":" + (path != nullptr ? path : "/usr/bin:/bin")}});
+  ASSERT_EQ(r.exit_code, 0) << r.output << r.error_output;
+  EXPECT_NE(r.output.find("-j auto: sccache-dist: distributed compilation is not configured"),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("the local recommendation"), std::string::npos) << r.output;
+  json result = project.result("out");
+  EXPECT_EQ(result.at("summary").at("jobs"), std::min<size_t>(recommended_jobs_here(), 3));
+  for (const json& job : result.at("jobs")) {
+    EXPECT_EQ(job.at("ran"), "local") << job.dump(2);
+    EXPECT_EQ(job.at("ran_detail"), "sccache: 1 compile locally") << job.dump(2);
+  }
 }
 
 }  // namespace

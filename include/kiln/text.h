@@ -14,6 +14,7 @@
 #include <cstddef>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <nlohmann/json_fwd.hpp>
 
@@ -35,5 +36,10 @@ std::string printable(std::string_view text);
 // `value` as JSON text (`indent` < 0: one line), with invalid UTF-8 in its strings replaced by
 // U+FFFD instead of throwing, so a report can always be written.
 std::string json_text(const nlohmann::json& value, int indent = -1);
+
+// The last `count` non-empty lines of `text` that hold one of `needles` (all of them when
+// `needles` is empty), joined with newlines: the lines of a tool's log that say why.
+std::string last_lines(std::string_view text, const std::vector<std::string_view>& needles,
+                       size_t count);
 
 }  // namespace kiln

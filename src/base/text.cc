@@ -1,6 +1,7 @@
 #include "kiln/text.h"
 
 #include <cstdint>
+#include <sstream>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -91,6 +92,21 @@ std::string printable(std::string_view text) {
 
 std::string json_text(const nlohmann::json& value, int indent) {
   return value.dump(indent, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+std::string last_lines(std::string_view text, const std::vector<std::string_view>& needles,
+                       size_t count) {
+  std::vector<std::string> kept;
+  std::istringstream lines{std::string(text)};
+  for (std::string line; std::getline(lines, line);) {
+    bool wanted = needles.empty();
+    for (std::string_view needle : needles) wanted = wanted || line.find(needle) != line.npos;
+    if (wanted && !line.empty()) kept.push_back(line);
+  }
+  size_t first = kept.size() > count ? kept.size() - count : 0;
+  std::string joined;
+  for (size_t i = first; i < kept.size(); ++i) joined += (joined.empty() ? "" : "\n") + kept[i];
+  return joined;
 }
 
 }  // namespace kiln

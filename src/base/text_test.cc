@@ -52,5 +52,11 @@ TEST(Text, PrintableEscapesControlsAndBadBytesOnly) {
             "caf\xc3\xa9 \xe2\x80\x98ok\xe2\x80\x99");
 }
 
+TEST(LastLines, KeepsTheLastMatchingNonEmptyLines) {
+  EXPECT_EQ(last_lines("a x\nb\nc x\nd x\n", {"x"}, 2), "c x\nd x");
+  EXPECT_EQ(last_lines("a\n\nb\n", {}, 5), "a\nb");
+  EXPECT_EQ(last_lines("a\nb\n", {"z"}, 3), "");
+}
+
 }  // namespace
 }  // namespace kiln

@@ -62,30 +62,42 @@ int thread_count(const Manifest& manifest, int wanted) {
   return std::max(1, std::min<int>(wanted, static_cast<int>(manifest.jobs.size())));
 }
 
-// The slots -j auto means: what the cluster of the build's distributing launcher has, else the
-// local recommendation; and where that number came from.
-std::pair<int, std::string> auto_jobs(const Manifest& manifest, const Options& options) {
-  bool sccache = std::any_of(manifest.jobs.begin(), manifest.jobs.end(), [&](const Job& job) {
+// The servers of the build's sccache jobs, when it has some and sccache is installed (without
+// it, such jobs are skipped naming it).
+std::unique_ptr<detail::SccacheServers> sccache_servers_for(const Manifest& manifest,
+                                                            const Options& options) {
+  bool used = std::any_of(manifest.jobs.begin(), manifest.jobs.end(), [&](const Job& job) {
+    return detail::route_of(job, options).launcher == "sccache";
+  });
+  std::optional<fs::path> program = used ? which("sccache") : std::nullopt;
+  return program ? std::make_unique<detail::SccacheServers>(program->string()) : nullptr;
+}
+
+// The slots -j auto means: what the cluster of the build's distributing launcher has, asked
+// through the build's first sccache server, else the local recommendation; and where that number
+// came from.
+std::pair<int, std::string> auto_jobs(const Manifest& manifest, const Options& options,
+                                      detail::SccacheServers* sccache) {
+  bool distributes = std::any_of(manifest.jobs.begin(), manifest.jobs.end(), [&](const Job& job) {
     detail::Route route = detail::route_of(job, options);
     return route.distributes && route.launcher == "sccache";
   });
-  std::optional<fs::path> program = which("sccache");
-  if (!sccache || !program) {
+  if (!distributes || sccache == nullptr) {
     return {default_jobs(), "no sccache-dist cluster to ask: the local recommendation"};
   }
-  TempDirectory sockets;
-  detail::DistStatus status;
+  sccache::DistStatus status;
+  std::string problem;
   try {
-    status = detail::SccacheServers(program->string(), sockets.path()).dist_status(0);
+    status = sccache->dist_status(0);
+    problem = status.problem();
   } catch (const Error& e) {
-    status.problem = e.what();
+    problem = e.what();
   }
-  if (!status.problem.empty()) {
-    return {default_jobs(),
-            fmt::format("sccache-dist: {}; the local recommendation", status.problem)};
+  if (!problem.empty()) {
+    return {default_jobs(), fmt::format("sccache-dist: {}; the local recommendation", problem)};
   }
   return {std::max(status.cpus, 1), fmt::format("sccache-dist at {}: {} build servers, {} CPUs",
-                                                status.scheduler, status.servers, status.cpus)};
+                                                status.url, status.servers, status.cpus)};
 }
 
 // An out_dir another user can change is refused unless the caller said it is fine: they could
@@ -156,11 +168,13 @@ Report run_build(const Manifest& manifest, const Options& options) {
   }
   check_out_dir(out_dir, options.allow_shared_out);
   remove_stale_temporaries(out_dir);
+  std::unique_ptr<detail::SccacheServers> sccache = sccache_servers_for(manifest, options);
   std::string jobs_source;
   int wanted = options.jobs;
-  if (wanted == kAutoJobs) std::tie(wanted, jobs_source) = auto_jobs(manifest, options);
+  if (wanted == kAutoJobs)
+    std::tie(wanted, jobs_source) = auto_jobs(manifest, options, sccache.get());
   int threads = thread_count(manifest, wanted);
-  detail::BuildRunner runner(manifest, options, threads);
+  detail::BuildRunner runner(manifest, options, threads, std::move(sccache));
   // Only a build with jobs that may go elsewhere holds the others to the local cores: without
   // one, -j is the local parallelism, as it always was.
   bool distributes = false;

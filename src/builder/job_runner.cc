@@ -105,13 +105,15 @@ void store(const DirectCache& direct, const JobRecipe& prepared, const Workspace
 
 }  // namespace
 
-BuildRunner::BuildRunner(const Manifest& manifest, const Options& options, int threads)
+BuildRunner::BuildRunner(const Manifest& manifest, const Options& options, int threads,
+                         std::unique_ptr<SccacheServers> sccache)
     : manifest_(manifest),
       options_(options),
       index_(index_by_name(manifest)),
       out_dir_(fs::absolute(options.out_dir)),
       cache_(options.use_cache ? Cache::open() : Cache::disabled()),
-      tools_(cache_) {
+      tools_(cache_),
+      sccache_(std::move(sccache)) {
   bool nvrtc = std::any_of(manifest.jobs.begin(), manifest.jobs.end(), [](const Job& job) {
     return job.kind == JobKind::cuda && job.backend == cuda::Backend::nvrtc;
   });
@@ -125,17 +127,9 @@ BuildRunner::BuildRunner(const Manifest& manifest, const Options& options, int t
     nvrtc_workers_.push_back(std::make_unique<pool::Worker>(std::move(worker)));
   }
   work_dirs_.resize(static_cast<size_t>(std::max(threads, 0)));
-  bool sccache = false;
-  for (const Job& job : manifest.jobs) {
-    routes_.push_back(route_of(job, options));
-    sccache = sccache || routes_.back().launcher == "sccache";
-  }
-  std::optional<fs::path> program = sccache ? which("sccache") : std::nullopt;
-  if (program && threads > 0) {  // without it, such jobs are skipped naming it
-    sccache_dir_.emplace();
-    sccache_ = std::make_unique<SccacheServers>(program->string(), sccache_dir_->path());
-    sccache_->start(threads);  // all before the first compile (sccache_servers.h says why)
-  }
+  for (const Job& job : manifest.jobs) routes_.push_back(route_of(job, options));
+  // All before the first compile (sccache_servers.h says why).
+  if (sccache_ && threads > 0) sccache_->start(threads);
 }
 
 Launcher::Environment BuildRunner::launcher_env(const Route& route, int worker,

@@ -17,8 +17,10 @@ namespace kiln::build::detail {
 class BuildRunner final : public JobRunner {
  public:
   // `threads`: how many scheduler threads will call run() (each gets its own NVRTC worker,
-  // started only when that thread meets an NVRTC job).
-  BuildRunner(const Manifest& manifest, const Options& options, int threads);
+  // started only when that thread meets an NVRTC job). `sccache`: the servers of the build's
+  // sccache jobs (sccache_servers_for); without them such jobs are skipped naming sccache.
+  BuildRunner(const Manifest& manifest, const Options& options, int threads,
+              std::unique_ptr<SccacheServers> sccache = nullptr);
   Attempt run(std::size_t index, const RunScope::Limits& limits, int worker) override;
   bool runs_elsewhere(std::size_t index) const override { return routes_[index].distributes; }
 
@@ -60,8 +62,6 @@ class BuildRunner final : public JobRunner {
   std::vector<std::unique_ptr<pool::Worker>> nvrtc_workers_;
   std::vector<std::optional<TempDirectory>> work_dirs_;
   std::vector<Route> routes_;  // by job
-  // With sccache: its servers' sockets (a short path, /tmp), then the servers, stopped first.
-  std::optional<TempDirectory> sccache_dir_;
   std::unique_ptr<SccacheServers> sccache_;
 };
 

@@ -1,5 +1,5 @@
-// sccache's account of a job: its statistics parsed, the difference classified, and a real
-// sccache server of kiln's (no cluster: compiles run locally, then come from its cache).
+// sccache's account of a job: the difference of its statistics classified, and kiln build's real
+// sccache servers (no cluster: compiles run locally, then come from its cache).
 #include "sccache_servers.h"
 
 #include <gtest/gtest.h>
@@ -12,6 +12,7 @@
 #include "kiln/paths.h"
 #include "kiln/process.h"
 #include "kiln/temp_directory.h"
+#include "testing/test_support.h"
 
 namespace kiln::build::detail {
 namespace {
@@ -30,24 +31,13 @@ std::string stats_json(long hits, long misses, std::string_view dist, long dist_
       hits, misses, dist, dist_errors, not_compile);
 }
 
-SccacheStats stats(long hits, long misses, std::string_view dist, long errors = 0,
-                   long not_compile = 0) {
-  return parse_sccache_stats(stats_json(hits, misses, dist, errors, not_compile));
-}
-
-TEST(SccacheAccount, ParsesTheCountersThatSayWhereCompilesRan) {
-  SccacheStats s = stats(2, 5, R"("10.0.0.2:10501": 3, "10.0.0.3:10501": 1)", 1, 4);
-  EXPECT_EQ(s.hits, 2);
-  EXPECT_EQ(s.misses, 5);
-  EXPECT_EQ(s.dist_errors, 1);
-  EXPECT_EQ(s.not_compile, 4);
-  EXPECT_EQ(s.dist.at("10.0.0.2:10501"), 3);
-  EXPECT_THROW(parse_sccache_stats(R"({"stats": {}})"), UnexpectedOutput);
-  EXPECT_THROW(parse_sccache_stats("Compile requests 0"), UnexpectedOutput);
+sccache::Stats stats(long hits, long misses, std::string_view dist, long errors = 0,
+                     long not_compile = 0) {
+  return sccache::parse_stats(stats_json(hits, misses, dist, errors, not_compile));
 }
 
 TEST(SccacheAccount, EachWayAJobCanGo) {
-  SccacheStats before = stats(1, 1, R"("a:1": 1)");
+  sccache::Stats before = stats(1, 1, R"("a:1": 1)");
   EngineAccount remote = sccache_account(before, stats(1, 2, R"("a:1": 1, "b:1": 1)"));
   EXPECT_EQ(remote.ran, "remote");
   EXPECT_EQ(remote.detail, "sccache: 1 compile on b:1");
@@ -70,37 +60,9 @@ TEST(SccacheAccount, EachWayAJobCanGo) {
   EXPECT_EQ(link.detail, "sccache: not a compile it caches or distributes; ran as is");
 }
 
-TEST(SccacheAccount, DistStatusSaysWhetherThereIsAClusterToUse) {
-  DistStatus up = parse_dist_status(
-      R"({"SchedulerStatus":["http://10.0.0.1:10600/",{"num_servers":2,"num_cpus":4,"in_progress":0}]})");
-  EXPECT_EQ(up.scheduler, "http://10.0.0.1:10600/");
-  EXPECT_EQ(up.servers, 2);
-  EXPECT_EQ(up.cpus, 4);
-  EXPECT_EQ(up.problem, "");
-  EXPECT_NE(parse_dist_status(R"({"Disabled":"disabled"})").problem.find("not configured"),
-            std::string::npos);
-  EXPECT_NE(parse_dist_status(R"({"NotConnected":["http://x/","will retry"]})")
-                .problem.find("cannot be reached"),
-            std::string::npos);
-  EXPECT_NE(parse_dist_status("garbage").problem.find("unexpected output"), std::string::npos);
-}
-
-// Whether a process whose environment names `socket` as its sccache server is alive.
+// Whether an sccache process whose environment names `socket` as its server is alive.
 bool serving(const fs::path& socket) {
-  std::string wanted = "SCCACHE_SERVER_UDS=" + socket.string();
-  for (const auto& entry : fs::directory_iterator("/proc")) {
-    std::string name = entry.path().filename().string();
-    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-    try {
-      std::string environ = internal::read_file(entry.path() / "environ");
-      std::string comm = internal::read_file(entry.path() / "comm");
-      if (comm.starts_with("sccache") && environ.find(wanted + '\0') != std::string::npos) {
-        return true;
-      }
-    } catch (const Error&) {  // NOLINT(bugprone-empty-catch): gone meanwhile, or not ours to read
-    }
-  }
-  return false;
+  return testing::find_process_with("sccache", "SCCACHE_SERVER_UDS=" + socket.string()) > 0;
 }
 
 // A real sccache server of kiln's, with a config of its own and no cluster: the first compile
@@ -118,9 +80,8 @@ TEST(SccacheServersReal, AccountsForALocalCompileThenACacheHitAndStopsItsServer)
   internal::write_file(work.path() / "add.c", "int add(int a, int b) { return a + b; }\n");
   fs::path socket;
   {
-    SccacheServers servers(sccache->string(), work.path(),
-                           {{"SCCACHE_CONF", (work.path() / "config").string()},
-                            {"SCCACHE_DIR", (work.path() / "cache").string()}});
+    SccacheServers servers(sccache->string(), {{"SCCACHE_CONF", (work.path() / "config").string()},
+                                               {"SCCACHE_DIR", (work.path() / "cache").string()}});
     auto compile = [&] {
       RunResult r = run({.argv = {sccache->string(), gcc->string(), "-c", "add.c", "-o", "add.o"},
                          .cwd = work.path(),
@@ -128,7 +89,7 @@ TEST(SccacheServersReal, AccountsForALocalCompileThenACacheHitAndStopsItsServer)
                          .timeout = std::chrono::seconds(60)});
       ASSERT_TRUE(r.ok()) << r.output;
     };
-    SccacheStats before = servers.stats(0);
+    sccache::Stats before = servers.stats(0);
     compile();
     EngineAccount first = sccache_account(before, servers.stats(0));
     EXPECT_EQ(first.ran, "local") << first.detail;
@@ -139,8 +100,8 @@ TEST(SccacheServersReal, AccountsForALocalCompileThenACacheHitAndStopsItsServer)
     EngineAccount second = sccache_account(before, servers.stats(0));
     EXPECT_EQ(second.ran, "engine-cache") << second.detail;
     EXPECT_TRUE(internal::is_file(work.path() / "add.o"));
-    EXPECT_NE(servers.dist_status(0).problem.find("not configured"), std::string::npos);
-    socket = work.path() / "sccache-0.sock";
+    EXPECT_NE(servers.dist_status(0).problem().find("not configured"), std::string::npos);
+    socket = servers.client_env(0).at("SCCACHE_SERVER_UDS").value();
     EXPECT_TRUE(serving(socket));
   }
   EXPECT_FALSE(serving(socket)) << "kiln's sccache server outlived the build";

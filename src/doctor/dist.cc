@@ -3,7 +3,6 @@
 
 #include <atomic>
 #include <chrono>
-#include <sstream>
 
 #include <fmt/format.h>
 
@@ -67,21 +66,5 @@ std::string probe_compiler() {
   }
   return "";
 }
-
-std::string last_lines(std::string_view text, const std::vector<std::string_view>& needles,
-                       size_t count) {
-  std::vector<std::string> kept;
-  std::istringstream lines{std::string(text)};
-  for (std::string line; std::getline(lines, line);) {
-    bool wanted = needles.empty();
-    for (std::string_view needle : needles) wanted = wanted || line.find(needle) != line.npos;
-    if (wanted && !line.empty()) kept.push_back(line);
-  }
-  size_t first = kept.size() > count ? kept.size() - count : 0;
-  std::string joined;
-  for (size_t i = first; i < kept.size(); ++i) joined += (joined.empty() ? "" : "\n") + kept[i];
-  return joined;
-}
-
 }  // namespace detail
 }  // namespace kiln::doctor

@@ -12,6 +12,7 @@
 
 #include "kiln/doctor.h"
 #include "kiln/process.h"
+#include "kiln/sccache.h"
 
 namespace kiln::doctor::detail {
 
@@ -27,11 +28,6 @@ std::string unique_probe_source();
 // The C compiler the probes compile with: $CC, else gcc, else cc on PATH; "" when none.
 std::string probe_compiler();
 
-// The last `count` lines of `text` that hold one of `needles` (all lines when `needles` is
-// empty), joined with newlines.
-std::string last_lines(std::string_view text, const std::vector<std::string_view>& needles,
-                       size_t count);
-
 // sccache's client configuration, as far as the doctor reads it: the [dist] and [dist.auth]
 // tables of a TOML file (`key = "value"` lines).
 struct SccacheConfig {
@@ -45,25 +41,6 @@ SccacheConfig parse_sccache_config(std::string_view toml);
 // Where sccache reads its client configuration: $SCCACHE_CONF, else
 // $XDG_CONFIG_HOME/sccache/config, else ~/.config/sccache/config.
 std::filesystem::path sccache_config_path();
-
-// `sccache --dist-status`: {"SchedulerStatus":[url,{"num_servers":N,"num_cpus":C,...}]},
-// {"Disabled":...} or {"NotConnected":[url,message]}.
-struct SchedulerStatus {
-  enum class State { ok, disabled, not_connected, unreadable } state = State::unreadable;
-  std::string url;
-  int servers = 0;
-  int cpus = 0;
-  std::string message;  // sccache's words when not ok
-};
-SchedulerStatus parse_dist_status(std::string_view output);
-
-// From `sccache --show-stats --stats-format json`: compiles per build server, and distributed
-// compiles that failed.
-struct DistCounts {
-  std::map<std::string, long> compiles;
-  long errors = 0;
-};
-std::optional<DistCounts> parse_dist_counts(std::string_view stats_json);
 
 // What sccache's log says about a distributed compile that did not happen: whether the scheduler
 // rejected the client's token (sccache 0.16 logs "Error 401: Fixed token mismatch" and fails the
@@ -84,10 +61,9 @@ struct EngineVerdict {
 EngineVerdict parse_icecc_log(std::string_view log);
 EngineVerdict parse_distcc_log(std::string_view log);
 
-class SccacheClient;
 // The trivial compile through `client`'s server: "sccache auth" (the scheduler took the client's
 // token) and "sccache remote compile" (the statistics' dist_compiles grew, else sccache's reason).
-std::vector<Finding> sccache_compile_findings(SccacheClient& client, const SccacheConfig& config,
+std::vector<Finding> sccache_compile_findings(sccache::Server& client, const SccacheConfig& config,
                                               std::chrono::seconds timeout);
 
 // DISTCC_HOSTS, else the first hosts file distcc reads ($DISTCC_DIR/hosts or ~/.distcc/hosts,

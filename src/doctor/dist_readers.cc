@@ -1,18 +1,16 @@
-// Reading the engines' own words for kiln doctor --dist: sccache's config, status, statistics and
-// log; icecc's and distcc's client logs; distcc's host list.
+// Reading the engines' own words for kiln doctor --dist: sccache's config and log (its status
+// and statistics: toolchains/sccache.h); icecc's and distcc's client logs; distcc's host list.
 #include <regex>
 #include <sstream>
 
-#include <nlohmann/json.hpp>
-
 #include "dist.h"
 #include "internal/files.h"
+#include "kiln/text.h"
 
 namespace kiln::doctor::detail {
 namespace {
 
 namespace fs = std::filesystem;
-using nlohmann::json;
 
 std::string trimmed(std::string_view text) {
   size_t first = text.find_first_not_of(" \t\r");
@@ -61,47 +59,6 @@ fs::path sccache_config_path() {
     return fs::path(*xdg) / "sccache" / "config";
   }
   return fs::path(internal::env("HOME").value_or("")) / ".config" / "sccache" / "config";
-}
-
-SchedulerStatus parse_dist_status(std::string_view output) {
-  SchedulerStatus status;
-  try {
-    json value = json::parse(output);
-    if (value.contains("SchedulerStatus")) {
-      const json& scheduler = value["SchedulerStatus"];
-      status.state = SchedulerStatus::State::ok;
-      status.url = scheduler.at(0).get<std::string>();
-      status.servers = scheduler.at(1).at("num_servers").get<int>();
-      status.cpus = scheduler.at(1).at("num_cpus").get<int>();
-    } else if (value.contains("NotConnected")) {
-      status.state = SchedulerStatus::State::not_connected;
-      status.url = value["NotConnected"].at(0).get<std::string>();
-      status.message = value["NotConnected"].at(1).get<std::string>();
-    } else if (value.contains("Disabled")) {
-      status.state = SchedulerStatus::State::disabled;
-      status.message = value["Disabled"].dump();
-    } else {
-      status.message = trimmed(output);
-    }
-  } catch (const json::exception&) {
-    status.state = SchedulerStatus::State::unreadable;
-    status.message = trimmed(output.substr(0, 400));
-  }
-  return status;
-}
-
-std::optional<DistCounts> parse_dist_counts(std::string_view stats_json) {
-  try {
-    json stats = json::parse(stats_json).at("stats");
-    DistCounts counts;
-    counts.errors = stats.at("dist_errors").get<long>();
-    for (const auto& [server, count] : stats.at("dist_compiles").items()) {
-      counts.compiles[server] = count.get<long>();
-    }
-    return counts;
-  } catch (const json::exception&) {
-    return std::nullopt;
-  }
 }
 
 SccacheLogReason sccache_log_reason(std::string_view log) {

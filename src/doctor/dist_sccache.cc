@@ -4,14 +4,13 @@
 
 #include "dist.h"
 #include "internal/files.h"
-#include "sccache_client.h"
 #include "support.h"
 
 namespace kiln::doctor::detail {
 namespace {
 
 namespace fs = std::filesystem;
-using State = SchedulerStatus::State;
+using State = sccache::DistStatus::State;
 
 constexpr const char* kConfigFix =
     "write it with [dist] scheduler_url = \"http://<scheduler>:10600\" and [dist.auth] type = "
@@ -63,7 +62,7 @@ Finding config_finding(SccacheConfig& config) {
   return f;
 }
 
-Finding scheduler_finding(const std::string& url, const SchedulerStatus& status) {
+Finding scheduler_finding(const std::string& url, const sccache::DistStatus& status) {
   Finding f{"sccache scheduler", Status::fail, "", ""};
   switch (status.state) {
     case State::ok:
@@ -103,7 +102,7 @@ Finding start_finding(const std::string& url, const std::string& why) {
                       url.ends_with('/') ? url.substr(0, url.size() - 1) : url)};
 }
 
-Finding servers_finding(const SchedulerStatus& status) {
+Finding servers_finding(const sccache::DistStatus& status) {
   Finding f{"sccache servers", Status::pass, "", ""};
   if (status.servers > 0) {
     f.finding = fmt::format(
@@ -132,12 +131,13 @@ std::vector<Finding> check_sccache_dist(std::chrono::seconds timeout) {
   SccacheConfig config;
   if (sccache) findings.push_back(config_finding(config));
   if (worst(findings) == Status::fail) return findings;
-  SccacheClient client(*sccache, timeout);
+  // Its own cache (a trivial compile must not come from the user's) and a debug log to quote.
+  sccache::Server client(*sccache, {.start_limit = timeout, .debug_log = true, .own_cache = true});
   if (std::string why = client.start(); !why.empty()) {
     findings.push_back(start_finding(config.scheduler_url, why));
     return findings;
   }
-  RunResult status = client.command({"--dist-status"});
+  RunResult status = client.command({"--dist-status"}, timeout);
   if (!status.ok()) {
     findings.push_back({"sccache scheduler", Status::fail,
                         fmt::format("sccache --dist-status: {} {}", status.status_text(),
@@ -145,7 +145,7 @@ std::vector<Finding> check_sccache_dist(std::chrono::seconds timeout) {
                         "check that `sccache-dist scheduler` runs at " + config.scheduler_url});
     return findings;
   }
-  SchedulerStatus scheduler = parse_dist_status(status.output);
+  sccache::DistStatus scheduler = sccache::parse_dist_status(status.output);
   findings.push_back(scheduler_finding(config.scheduler_url, scheduler));
   if (scheduler.state != State::ok) return findings;
   findings.push_back(servers_finding(scheduler));

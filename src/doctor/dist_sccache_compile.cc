@@ -4,7 +4,7 @@
 
 #include "dist.h"
 #include "internal/files.h"
-#include "sccache_client.h"
+#include "kiln/error.h"
 
 namespace kiln::doctor::detail {
 namespace {
@@ -14,9 +14,9 @@ constexpr const char* kRemoteFix =
     "overlayfs (see its log); the compiler must be one sccache can package (gcc and clang are; "
     "others need [[dist.toolchains]] in the client config); docs/distributed.md";
 
-long remote_compiles(const DistCounts& counts, std::string* hosts) {
+long remote_compiles(const sccache::Stats& counts, std::string* hosts) {
   long total = 0;
-  for (const auto& [host, count] : counts.compiles) {
+  for (const auto& [host, count] : counts.dist) {
     if (count <= 0) continue;
     total += count;
     *hosts += (hosts->empty() ? "" : ", ") + host;
@@ -44,7 +44,7 @@ Finding auth_finding(const SccacheConfig& config, const SccacheLogReason& reason
 
 // The trivial compile ran and ended: where, by the statistics.
 Finding remote_finding(const RunResult& stats, const SccacheLogReason& reason,
-                       const std::optional<DistCounts>& counts, const std::string& hosts) {
+                       const std::optional<sccache::Stats>& counts, const std::string& hosts) {
   Finding f{"sccache remote compile", Status::fail, "", kRemoteFix};
   if (!counts) {
     f.finding = "sccache --show-stats: unreadable statistics: " + stats.status_text() + " " +
@@ -61,13 +61,13 @@ Finding remote_finding(const RunResult& stats, const SccacheLogReason& reason,
   f.finding = fmt::format(
       "the trivial C compile did not run remotely: sccache's dist_compiles stayed empty "
       "(dist_errors: {}). sccache's log:\n{}",
-      counts->errors, reason.lines.empty() ? "(nothing)" : reason.lines);
+      counts->dist_errors, reason.lines.empty() ? "(nothing)" : reason.lines);
   return f;
 }
 
 }  // namespace
 
-std::vector<Finding> sccache_compile_findings(SccacheClient& client, const SccacheConfig& config,
+std::vector<Finding> sccache_compile_findings(sccache::Server& client, const SccacheConfig& config,
                                               std::chrono::seconds timeout) {
   std::string cc = probe_compiler();
   if (cc.empty()) {
@@ -76,11 +76,15 @@ std::vector<Finding> sccache_compile_findings(SccacheClient& client, const Sccac
   }
   internal::write_file(client.scratch() / "probe.c", unique_probe_source());
   // The first compile packages the compiler and uploads it: give it longer than a query.
-  RunResult compile = client.command({cc, "-c", "probe.c", "-o", "probe.o"}, timeout * 3);
+  RunResult compile =
+      client.command({cc, "-c", "probe.c", "-o", "probe.o"}, timeout * 3, client.scratch());
   SccacheLogReason reason = sccache_log_reason(client.log());
-  RunResult stats = client.command({"--show-stats", "--stats-format", "json"});
-  std::optional<DistCounts> counts =
-      stats.ok() ? parse_dist_counts(stats.output) : std::optional<DistCounts>{};
+  RunResult stats = client.command({"--show-stats", "--stats-format", "json"}, timeout);
+  std::optional<sccache::Stats> counts;
+  try {
+    if (stats.ok()) counts = sccache::parse_stats(stats.output);
+  } catch (const UnexpectedOutput&) {  // NOLINT(bugprone-empty-catch): said as unreadable
+  }
   std::string hosts;
   bool remote = counts && remote_compiles(*counts, &hosts) > 0;
   std::vector<Finding> findings{auth_finding(config, reason, remote)};

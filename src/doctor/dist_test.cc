@@ -47,37 +47,6 @@ TEST(DistReaders, SccacheConfigPath) {
   EXPECT_EQ(sccache_config_path(), "/home/u/.config/sccache/config");
 }
 
-TEST(DistReaders, DistStatus) {
-  SchedulerStatus ok = parse_dist_status(
-      R"({"SchedulerStatus":["http://127.0.0.1:10600/",{"num_servers":2,"num_cpus":16,)"
-      R"("in_progress":0}]})");
-  EXPECT_EQ(ok.state, SchedulerStatus::State::ok);
-  EXPECT_EQ(ok.url, "http://127.0.0.1:10600/");
-  EXPECT_EQ(ok.servers, 2);
-  EXPECT_EQ(ok.cpus, 16);
-  SchedulerStatus down = parse_dist_status(
-      R"({"NotConnected":["http://127.0.0.1:10600/","enabled, not connected, will retry in 28.0s"]})");
-  EXPECT_EQ(down.state, SchedulerStatus::State::not_connected);
-  EXPECT_EQ(down.message, "enabled, not connected, will retry in 28.0s");
-  EXPECT_EQ(parse_dist_status(R"({"Disabled":"disabled"})").state,
-            SchedulerStatus::State::disabled);
-  SchedulerStatus garbage = parse_dist_status("sccache: error: couldn't connect to server");
-  EXPECT_EQ(garbage.state, SchedulerStatus::State::unreadable);
-  EXPECT_NE(garbage.message.find("couldn't connect"), std::string::npos);
-}
-
-TEST(DistReaders, DistCounts) {
-  std::optional<DistCounts> counts = parse_dist_counts(
-      R"({"stats":{"dist_compiles":{"127.0.0.1:10501":3,"10.0.0.2:10501":1},"dist_errors":2,)"
-      R"("cache_hits":{"counts":{}}},"version":"0.16.0"})");
-  ASSERT_TRUE(counts);
-  EXPECT_EQ(counts->compiles.at("127.0.0.1:10501"), 3);
-  EXPECT_EQ(counts->compiles.at("10.0.0.2:10501"), 1);
-  EXPECT_EQ(counts->errors, 2);
-  EXPECT_FALSE(parse_dist_counts(R"({"stats":{}})"));
-  EXPECT_FALSE(parse_dist_counts("not json"));
-}
-
 TEST(DistReaders, SccacheLogReason) {
   // What sccache 0.16 logs when the scheduler refuses the client's token.
   SccacheLogReason rejected = sccache_log_reason(
@@ -132,11 +101,6 @@ TEST(DistReaders, DistccHosts) {
   EXPECT_EQ(found->second, "10.0.0.2/4 10.0.0.3/2");
   ScopedEnv set("DISTCC_HOSTS", "127.0.0.1:3632");
   EXPECT_EQ(distcc_hosts()->second, "127.0.0.1:3632");
-}
-
-TEST(DistReaders, LastLines) {
-  EXPECT_EQ(last_lines("a x\nb\nc x\nd x\n", {"x"}, 2), "c x\nd x");
-  EXPECT_EQ(last_lines("a\n\nb\n", {}, 5), "a\nb");
 }
 
 TEST(DistReaders, UniqueProbeSources) { EXPECT_NE(unique_probe_source(), unique_probe_source()); }

@@ -276,6 +276,20 @@ size_t count_occurrences(const std::string& haystack, const std::string& needle)
   return n;
 }
 
+pid_t find_process_with(std::string_view name, std::string_view variable) {
+  std::string wanted = std::string(variable) + '\0';
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc", ec)) {
+    std::string pid = entry.path().filename().string();
+    if (pid.find_first_not_of("0123456789") != std::string::npos) continue;
+    // Unreadable (gone meanwhile, or not ours): read_file gives "".
+    if (!read_file(entry.path() / "comm").starts_with(name)) continue;
+    if (read_file(entry.path() / "environ").find(wanted) == std::string::npos) continue;
+    if (!process_gone(std::stoi(pid))) return std::stoi(pid);
+  }
+  return 0;
+}
+
 bool process_gone(pid_t pid) {
   std::ifstream status("/proc/" + std::to_string(pid) + "/status");
   if (!status) return true;

@@ -50,6 +50,10 @@ bool process_gone(pid_t pid);
 // Polls process_gone(pid) for up to `timeout_ms`.
 bool wait_process_gone(pid_t pid, int timeout_ms);
 
+// A live process whose name starts with `name` and whose environment holds `variable` (e.g.
+// "SCCACHE_SERVER_UDS=/tmp/x/server.sock"): its pid, or 0 when there is none.
+pid_t find_process_with(std::string_view name, std::string_view variable);
+
 // The message of the kiln::Error `fn` throws, or "no error".
 std::string error_of(const std::function<void()>& fn);
 
