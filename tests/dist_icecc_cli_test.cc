@@ -17,6 +17,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "cluster_support.h"
 #include "kiln/process.h"
 #include "kiln/temp_directory.h"
 #include "testing/icecream_cluster.h"
@@ -73,8 +74,7 @@ RunResult kiln_build(const std::vector<std::string>& prefix, const fs::path& man
 TEST(DistIceccCli, EveryObjectJobIsCompiledRemotelyAndMatchesALocalBuild) {
   NamespaceNetwork net(4);
   IcecreamCluster cluster(net, {.servers = 2, .slots = 2});
-  if (cluster.missing_prerequisite()) GTEST_SKIP() << cluster.why();
-  ASSERT_TRUE(cluster.available()) << cluster.why();
+  KILN_REQUIRE_CLUSTER(cluster);
   TempDirectory work;
   std::ofstream(work / "kiln.json")
       << json{{"defaults", {{"cc", "gcc"}, {"options", {"-O2"}}}}, {"jobs", object_jobs()}}.dump(2);
@@ -142,8 +142,7 @@ bool wait_for_text(const fs::path& file, const std::string& text, std::chrono::s
 TEST(DistIceccCli, AServerKilledMidBuildLeavesItsCompilesLocalAndTheRestRemote) {
   NamespaceNetwork net(4);
   IcecreamCluster cluster(net, {.servers = 2, .slots = 2});
-  if (cluster.missing_prerequisite()) GTEST_SKIP() << cluster.why();
-  ASSERT_TRUE(cluster.available()) << cluster.why();
+  KILN_REQUIRE_CLUSTER(cluster);
   TempDirectory work;
   json jobs = json::array();
   for (int i = 0; i < 6; ++i) {

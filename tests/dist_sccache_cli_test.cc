@@ -36,6 +36,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "cluster_support.h"
 #include "kiln/elf.h"
 #include "kiln/machine.h"
 #include "kiln/paths.h"
@@ -279,8 +280,7 @@ void expect_every_job_from(const json& result, const std::string& cache) {
 TEST(DistSccacheCli, EveryCompileRunsRemotelyMatchesALocalBuildAndRebuildsFromTheCaches) {
   NamespaceNetwork net(6);
   SccacheCluster cluster(net, {.servers = 4});
-  if (cluster.missing_prerequisite()) GTEST_SKIP() << cluster.why();
-  ASSERT_TRUE(cluster.available()) << cluster.why();
+  KILN_REQUIRE_CLUSTER(cluster);
   bool cuda = which("nvcc").has_value() && find_cuobjdump().has_value();
   if (!cuda) std::printf("no nvcc/cuobjdump: the cuda jobs are left out of this build\n");
   DistProject project;
@@ -382,8 +382,7 @@ void expect_only_finished_outputs(const fs::path& out, const json& result) {
 TEST(DistSccacheCli, ABuildServerKilledMidBuildFallsBackWithoutPartialOutput) {
   NamespaceNetwork net(4);
   SccacheCluster cluster(net, {.servers = 2});
-  if (cluster.missing_prerequisite()) GTEST_SKIP() << cluster.why();
-  ASSERT_TRUE(cluster.available()) << cluster.why();
+  KILN_REQUIRE_CLUSTER(cluster);
   DistProject project;
   add_slow_jobs(project);
   project.write_manifest(60);  // the job timeout the whole build stays within

@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli_support.h"
+#include "cluster_support.h"
 #include "internal/fd.h"
 #include "kiln/process.h"
 #include "kiln/temp_directory.h"
@@ -103,10 +104,7 @@ class DoctorDistCluster : public ::testing::Test {
     cluster_.reset();  // every process stopped by pid before the namespaces go
     net_.reset();
   }
-  void SetUp() override {
-    if (cluster_->missing_prerequisite()) GTEST_SKIP() << cluster_->why();
-    ASSERT_TRUE(cluster_->available()) << cluster_->why();
-  }
+  void SetUp() override { KILN_REQUIRE_CLUSTER(*cluster_); }
   // `kiln doctor --dist --json` on the client host, with the cluster's client environment.
   static RunResult doctor(const std::map<std::string, std::optional<std::string>>& env = {}) {
     std::vector<std::string> argv = cluster_->client_prefix();
@@ -225,8 +223,7 @@ TEST(DoctorDistCli, DistccHostThatRefusesFailsWithDistccsReason) {
 TEST(DoctorDistCli, IcecreamClusterRunsTheProbeOnItsServer) {
   testing::NamespaceNetwork net(3);
   testing::IcecreamCluster cluster(net, {.servers = 1});
-  if (cluster.missing_prerequisite()) GTEST_SKIP() << cluster.why();
-  ASSERT_TRUE(cluster.available()) << cluster.why();
+  KILN_REQUIRE_CLUSTER(cluster);
   std::vector<std::string> argv = cluster.client_prefix();
   argv.insert(argv.end(), {KILN_BINARY, "doctor", "--dist", "--launcher", "icecc", "--json"});
   RunResult r =

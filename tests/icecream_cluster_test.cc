@@ -15,6 +15,7 @@
 #include <gtest/gtest.h>
 
 #include "builder/icecc_account.h"
+#include "cluster_support.h"
 #include "kiln/process.h"
 #include "kiln/temp_directory.h"
 #include "testing/test_support.h"
@@ -44,8 +45,7 @@ RunResult icecc_compile(const IcecreamCluster& cluster, const fs::path& source,
 TEST(IcecreamCluster, ACompileOnTheClientHostRunsOnAServer) {
   NamespaceNetwork net(4);
   IcecreamCluster cluster(net, {.servers = 2});
-  if (cluster.missing_prerequisite()) GTEST_SKIP() << cluster.why();
-  ASSERT_TRUE(cluster.available()) << cluster.why();
+  KILN_REQUIRE_CLUSTER(cluster);
   TempDirectory work;
   std::ofstream(work / "tiny.c") << "int triple(int x) { return 3 * x; }\n";
 
@@ -80,8 +80,7 @@ std::string slow_source() {
 TEST(IcecreamCluster, AServerKilledMidCompileMakesIceccCompileLocally) {
   NamespaceNetwork net(3);
   IcecreamCluster cluster(net, {.servers = 1});
-  if (cluster.missing_prerequisite()) GTEST_SKIP() << cluster.why();
-  ASSERT_TRUE(cluster.available()) << cluster.why();
+  KILN_REQUIRE_CLUSTER(cluster);
   TempDirectory work;
   std::ofstream(work / "slow.c") << slow_source();
 
@@ -109,19 +108,12 @@ TEST(IcecreamCluster, AServerKilledMidCompileMakesIceccCompileLocally) {
 
 TEST(IcecreamCluster, NothingIsLeftAfterTheDestructor) {
   NamespaceNetwork net(4);
-  std::vector<pid_t> pids;
-  fs::path directory;
-  {
-    IcecreamCluster cluster(net, {.servers = 2});
-    if (cluster.missing_prerequisite()) GTEST_SKIP() << cluster.why();
-    ASSERT_TRUE(cluster.available()) << cluster.why();
-    pids = cluster.pids();
-    directory = cluster.directory();
-    ASSERT_EQ(pids.size(), 4u);
-    for (pid_t pid : pids) ASSERT_FALSE(testing::process_gone(pid)) << pid;
-  }
-  for (pid_t pid : pids) EXPECT_TRUE(testing::process_gone(pid)) << pid;
-  EXPECT_FALSE(fs::exists(directory)) << directory;
+  testing::expect_nothing_left_after_destructor(
+      [&] {
+        return std::make_unique<IcecreamCluster>(net,
+                                                 testing::IcecreamClusterOptions{.servers = 2});
+      },
+      4);
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "cluster_support.h"
 #include "kiln/process.h"
 #include "kiln/temp_directory.h"
 #include "testing/test_support.h"
@@ -33,8 +34,7 @@ RunResult sccache_on_client(const SccacheCluster& cluster, const std::vector<std
 TEST(SccacheCluster, ACompileOnTheClientHostRunsOnTheBuildServer) {
   NamespaceNetwork net(3);
   SccacheCluster cluster(net, {.servers = 1});
-  if (cluster.missing_prerequisite()) GTEST_SKIP() << cluster.why();
-  ASSERT_TRUE(cluster.available()) << cluster.why();
+  KILN_REQUIRE_CLUSTER(cluster);
   TempDirectory work;
   std::ofstream(work / "tiny.c") << "int triple(int x) { return 3 * x; }\n";
 
@@ -52,19 +52,11 @@ TEST(SccacheCluster, ACompileOnTheClientHostRunsOnTheBuildServer) {
 
 TEST(SccacheCluster, NothingIsLeftAfterTheDestructor) {
   NamespaceNetwork net(4);
-  std::vector<pid_t> pids;
-  fs::path directory;
-  {
-    SccacheCluster cluster(net, {.servers = 2});
-    if (cluster.missing_prerequisite()) GTEST_SKIP() << cluster.why();
-    ASSERT_TRUE(cluster.available()) << cluster.why();
-    pids = cluster.pids();
-    directory = cluster.directory();
-    ASSERT_EQ(pids.size(), 4u);
-    for (pid_t pid : pids) ASSERT_FALSE(testing::process_gone(pid)) << pid;
-  }
-  for (pid_t pid : pids) EXPECT_TRUE(testing::process_gone(pid)) << pid;
-  EXPECT_FALSE(fs::exists(directory)) << directory;
+  testing::expect_nothing_left_after_destructor(
+      [&] {
+        return std::make_unique<SccacheCluster>(net, testing::SccacheClusterOptions{.servers = 2});
+      },
+      4);
 }
 
 }  // namespace

@@ -49,6 +49,33 @@ std::vector<Finding> check_dist(const DistOptions& options) {
 
 namespace detail {
 
+ToolFinding tool_finding(const std::string& tool, std::string_view install_hint) {
+  std::optional<std::filesystem::path> path = first_on_path(tool);
+  if (!path) {
+    return {{tool, Status::fail,
+             fmt::format("{0} is not on PATH: kiln build --launcher {0} cannot run", tool),
+             std::string(install_hint)},
+            std::nullopt};
+  }
+  std::optional<RunResult> version = version_of(path->string());
+  return {{tool, Status::pass,
+           fmt::format("{} ({})", path->string(),
+                       version && version->ok() ? first_line(version->output) : "no version"),
+           ""},
+          path};
+}
+
+Finding no_probe_compiler(std::string name) {
+  return {std::move(name), Status::fail,
+          "no C compiler ($CC, gcc, cc or clang) for the trivial compile", "install gcc"};
+}
+
+TempDirectory probe_directory() {
+  TempDirectory dir;
+  internal::write_file(dir / "probe.c", unique_probe_source());
+  return dir;
+}
+
 std::string unique_probe_source() {
   static std::atomic<unsigned> counter{0};
   auto now = std::chrono::system_clock::now().time_since_epoch();

@@ -13,6 +13,7 @@
 #include "kiln/doctor.h"
 #include "kiln/process.h"
 #include "kiln/sccache.h"
+#include "kiln/temp_directory.h"
 
 namespace kiln::doctor::detail {
 
@@ -20,6 +21,21 @@ namespace kiln::doctor::detail {
 std::vector<Finding> check_sccache_dist(std::chrono::seconds timeout);
 std::vector<Finding> check_icecc_dist(std::chrono::seconds timeout);
 std::vector<Finding> check_distcc_dist(std::chrono::seconds timeout);
+
+// The finding an engine's check opens with, named `tool`: the program's path on PATH and its
+// version (pass), or, when it is not on PATH, a failure ("kiln build --launcher <tool> cannot
+// run") whose fix is `install_hint`; `path` is std::nullopt then, and the check ends there.
+struct ToolFinding {
+  Finding finding;
+  std::optional<std::filesystem::path> path;
+};
+ToolFinding tool_finding(const std::string& tool, std::string_view install_hint);
+
+// The failing finding `name` (an engine's remote compile) when probe_compiler() found none.
+Finding no_probe_compiler(std::string name);
+
+// A temp dir holding probe.c (unique_probe_source()), for an engine's trivial compile.
+TempDirectory probe_directory();
 
 // A trivial C translation unit no cache has seen: a function named for this process, the time and
 // a counter (a comment would not do: caches key the preprocessed text).

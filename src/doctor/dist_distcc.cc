@@ -3,14 +3,11 @@
 #include <fmt/format.h>
 
 #include "dist.h"
-#include "internal/files.h"
 #include "kiln/temp_directory.h"
 #include "support.h"
 
 namespace kiln::doctor::detail {
 namespace {
-
-namespace fs = std::filesystem;
 
 Finding hosts_finding() {
   std::optional<std::pair<std::string, std::string>> hosts = distcc_hosts();
@@ -25,15 +22,10 @@ Finding hosts_finding() {
 }
 
 Finding compile_finding(const std::string& distcc, std::chrono::seconds timeout) {
-  Finding f{"distcc remote compile", Status::fail, "", ""};
   std::string cc = probe_compiler();
-  if (cc.empty()) {
-    f.finding = "no C compiler ($CC, gcc, cc or clang) for the trivial compile";
-    f.fix = "install gcc";
-    return f;
-  }
-  TempDirectory dir;
-  internal::write_file(dir / "probe.c", unique_probe_source());
+  if (cc.empty()) return no_probe_compiler("distcc remote compile");
+  Finding f{"distcc remote compile", Status::fail, "", ""};
+  TempDirectory dir = probe_directory();
   RunResult compile =
       run({.argv = {distcc, cc, "-c", "probe.c", "-o", "probe.o"},
            .cwd = dir.path(),
@@ -60,21 +52,12 @@ Finding compile_finding(const std::string& distcc, std::chrono::seconds timeout)
 }  // namespace
 
 std::vector<Finding> check_distcc_dist(std::chrono::seconds timeout) {
-  std::optional<fs::path> distcc = first_on_path("distcc");
-  if (!distcc) {
-    return {{"distcc", Status::fail,
-             "distcc is not on PATH: kiln build --launcher distcc cannot run",
-             "apt-get install distcc"}};
-  }
-  std::optional<RunResult> version = version_of(distcc->string());
-  std::vector<Finding> findings{
-      {"distcc", Status::pass,
-       fmt::format("{} ({})", distcc->string(),
-                   version && version->ok() ? first_line(version->output) : "no version"),
-       ""}};
+  ToolFinding distcc = tool_finding("distcc", "apt-get install distcc");
+  std::vector<Finding> findings{distcc.finding};
+  if (!distcc.path) return findings;
   findings.push_back(hosts_finding());
   if (findings.back().status == Status::fail) return findings;
-  findings.push_back(compile_finding(distcc->string(), timeout));
+  findings.push_back(compile_finding(distcc.path->string(), timeout));
   return findings;
 }
 

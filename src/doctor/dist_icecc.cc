@@ -18,8 +18,6 @@
 namespace kiln::doctor::detail {
 namespace {
 
-namespace fs = std::filesystem;
-
 bool unix_socket_answers(const std::string& path) {
   sockaddr_un addr{};
   if (path.size() >= sizeof addr.sun_path) return false;
@@ -75,15 +73,10 @@ Finding daemon_finding() {
 }
 
 Finding compile_finding(const std::string& icecc, std::chrono::seconds timeout) {
-  Finding f{"icecc remote compile", Status::fail, "", ""};
   std::string cc = probe_compiler();
-  if (cc.empty()) {
-    f.finding = "no C compiler ($CC, gcc, cc or clang) for the trivial compile";
-    f.fix = "install gcc";
-    return f;
-  }
-  TempDirectory dir;
-  internal::write_file(dir / "probe.c", unique_probe_source());
+  if (cc.empty()) return no_probe_compiler("icecc remote compile");
+  Finding f{"icecc remote compile", Status::fail, "", ""};
+  TempDirectory dir = probe_directory();
   RunResult compile =
       run({.argv = {icecc, cc, "-c", "probe.c", "-o", "probe.o"},
            .cwd = dir.path(),
@@ -112,20 +105,13 @@ Finding compile_finding(const std::string& icecc, std::chrono::seconds timeout) 
 }  // namespace
 
 std::vector<Finding> check_icecc_dist(std::chrono::seconds timeout) {
-  std::optional<fs::path> icecc = first_on_path("icecc");
-  if (!icecc) {
-    return {{"icecc", Status::fail, "icecc is not on PATH: kiln build --launcher icecc cannot run",
-             "apt-get install icecc (it brings iceccd and icecc-scheduler)"}};
-  }
-  std::optional<RunResult> version = version_of(icecc->string());
-  std::vector<Finding> findings{
-      {"icecc", Status::pass,
-       fmt::format("{} ({})", icecc->string(),
-                   version && version->ok() ? first_line(version->output) : "no version"),
-       ""}};
+  ToolFinding icecc =
+      tool_finding("icecc", "apt-get install icecc (it brings iceccd and icecc-scheduler)");
+  std::vector<Finding> findings{icecc.finding};
+  if (!icecc.path) return findings;
   findings.push_back(daemon_finding());
   if (findings.back().status == Status::fail) return findings;
-  findings.push_back(compile_finding(icecc->string(), timeout));
+  findings.push_back(compile_finding(icecc.path->string(), timeout));
   return findings;
 }
 

@@ -15,7 +15,6 @@
 namespace kiln::testing {
 namespace {
 
-namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 
 // The port an iceccd takes compile jobs on (its default, -p).
@@ -24,116 +23,93 @@ constexpr int kDaemonPort = 10245;
 }  // namespace
 
 IcecreamCluster::IcecreamCluster(const NamespaceNetwork& net, IcecreamClusterOptions options)
-    : net_(net), options_(options) {
-  if (!net_.available()) {
-    why_ = net_.why();
-    return;
-  }
-  if (options_.servers < 1 || net_.hosts() < options_.servers + 2) {
-    why_ = "an icecream cluster of " + std::to_string(options_.servers) + " server(s) needs " +
-           std::to_string(options_.servers + 2) + " hosts, the network has " +
-           std::to_string(net_.hosts());
-    return;
-  }
+    : ClusterBase(net,
+                  {.servers = options.servers, .kind = "an icecream", .end_descendants = true}),
+      options_(options) {
+  if (!available()) return;
   for (const char* tool : {"icecc", "iceccd", "icecc-scheduler"}) {
     if (!which(tool)) {
-      why_ = std::string(tool) + " is not installed (scripts/install-deps.sh installs icecc)";
+      fail(std::string(tool) + " is not installed (scripts/install-deps.sh installs icecc)");
       return;
     }
   }
-  tried_ = true;
+  mark_tried();
   if (start()) wait_for_logins();
-}
-
-IcecreamCluster::~IcecreamCluster() {
-  if (client_.process) stop(*client_.process);
-  for (Daemon& server : servers_) stop(*server.process);
-  if (scheduler_) stop(*scheduler_);
-}
-
-void IcecreamCluster::stop(BackgroundProcess& process) {
-  // A compile an iceccd runs is not always in its process group: end its descendants first.
-  if (process.running()) kill_child_processes(process.pid());
-  process.stop();
 }
 
 bool IcecreamCluster::start() {
   // The daemons drop to the `icecc` user, which must create its sockets and directories here.
-  if (::chmod(dir_.path().c_str(), 01777) != 0) {
-    why_ = "cannot make " + dir_.path().string() + " world-writable";
+  if (::chmod(directory().c_str(), 01777) != 0) {
+    fail("cannot make " + directory().string() + " world-writable");
     return false;
   }
   // A network name of the cluster's own: no other icecream scheduler is taken for it.
-  netname_ = "kiln" + std::to_string(::getpid()) + fs::path(dir_.path()).filename().string();
-  std::vector<std::string> argv = net_.exec_prefix(0);
-  argv.insert(argv.end(), {"icecc-scheduler", "-n", netname_, "-vvv"});
-  scheduler_ = std::make_unique<BackgroundProcess>(argv, Environment{}, dir_ / "scheduler.log");
+  netname_ = "kiln" + std::to_string(::getpid()) + directory().filename().string();
+  start_scheduler({"icecc-scheduler", "-n", netname_, "-vvv"}, {});
   for (int i = 0; i < options_.servers; ++i) {
-    servers_.push_back({.node = "server" + std::to_string(i), .host = 1 + i});
-    start_daemon(servers_.back(), {"-m", std::to_string(options_.slots)});
+    start_daemon("server" + std::to_string(i), {"-m", std::to_string(options_.slots)}, false);
   }
   // The client's daemon takes no job, its own client's included: -m 0 makes the scheduler never
   // pick it, --no-remote keeps other hosts from sending it any.
-  client_ = {.node = "client", .host = options_.servers + 1};
-  start_daemon(client_, {"-m", "0", "--no-remote"});
+  start_daemon("client", {"-m", "0", "--no-remote"}, true);
   return true;
 }
 
-void IcecreamCluster::start_daemon(Daemon& daemon, const std::vector<std::string>& extra) {
-  std::vector<std::string> argv = net_.exec_prefix(daemon.host);
+void IcecreamCluster::start_daemon(const std::string& node, const std::vector<std::string>& extra,
+                                   bool client) {
   // -b must not exist yet: iceccd creates it and hands it to its user.
-  argv.insert(argv.end(), {"iceccd", "-n", netname_, "-s", net_.address(0), "-N", daemon.node, "-b",
-                           (dir_ / (daemon.node + "-envs")).string(), "-vvv"});
+  std::vector<std::string> argv{"iceccd",
+                                "-n",
+                                netname_,
+                                "-s",
+                                net().address(0),
+                                "-N",
+                                node,
+                                "-b",
+                                (directory() / (node + "-envs")).string(),
+                                "-vvv"};
   argv.insert(argv.end(), extra.begin(), extra.end());
-  Environment env{{"ICECC_TEST_SOCKET", (dir_ / (daemon.node + ".sock")).string()}};
-  daemon.process = std::make_unique<BackgroundProcess>(argv, env, dir_ / (daemon.node + ".log"));
+  Environment env{{"ICECC_TEST_SOCKET", (directory() / (node + ".sock")).string()}};
+  if (client) {
+    start_client(argv, env, node);
+  } else {
+    start_server(argv, env);
+  }
 }
 
 bool IcecreamCluster::wait_for_logins() {
   // iceccd looks for its scheduler every few seconds; each logs in once it finds it.
   auto deadline = std::chrono::steady_clock::now() + 30s;
   while (std::chrono::steady_clock::now() < deadline) {
-    std::string log = scheduler_->log();
-    bool all = log.find("login " + client_.node + " ") != std::string::npos;
-    for (const Daemon& server : servers_) {
-      all = all && log.find("login " + server.node + " ") != std::string::npos;
+    std::string log = scheduler_log();
+    bool all = log.find("login client ") != std::string::npos;
+    for (int i = 0; i < servers(); ++i) {
+      all = all && log.find("login server" + std::to_string(i) + " ") != std::string::npos;
     }
     if (all) return true;
-    bool running = scheduler_->running() && client_.process->running();
-    for (Daemon& server : servers_) running = running && server.process->running();
-    if (!running) break;
+    if (!all_running()) break;
     std::this_thread::sleep_for(100ms);
   }
-  why_ =
+  fail(
       "the icecream cluster did not come up within 30 s (not every daemon logged in to the "
       "scheduler)\n" +
-      logs();
+      logs());
   return false;
 }
 
 IcecreamCluster::Environment IcecreamCluster::client_env() const {
-  return {{"ICECC_TEST_SOCKET", (dir_ / (client_.node + ".sock")).string()}};
-}
-
-std::vector<std::string> IcecreamCluster::client_prefix() const {
-  return net_.exec_prefix(client_.host);
+  return {{"ICECC_TEST_SOCKET", (directory() / "client.sock").string()}};
 }
 
 std::string IcecreamCluster::server_address(int server) const {
-  return net_.address(servers_.at(server).host) + ":" + std::to_string(kDaemonPort);
-}
-
-void IcecreamCluster::kill_server(int server) {
-  BackgroundProcess& process = *servers_.at(server).process;
-  if (process.running()) kill_child_processes(process.pid());
-  process.kill();
+  return net().address(server_host(server)) + ":" + std::to_string(kDaemonPort);
 }
 
 std::string IcecreamCluster::address_of(const std::string& node) const {
-  for (size_t i = 0; i < servers_.size(); ++i) {
-    if (servers_[i].node == node) return server_address(static_cast<int>(i));
+  for (int i = 0; i < servers(); ++i) {
+    if (node == "server" + std::to_string(i)) return server_address(i);
   }
-  if (node == client_.node) return net_.address(client_.host);
+  if (node == "client") return net().address(client_host());
   return node;
 }
 
@@ -141,32 +117,12 @@ std::map<std::string, int> IcecreamCluster::completed_jobs() const {
   // "END 7 status=0 in=... out=... real=... server=server1"
   static const std::regex kEnd(R"(END \d+ status=0 .* server=(\S+))");
   std::map<std::string, int> completed;
-  std::istringstream lines(scheduler_ ? scheduler_->log() : std::string());
+  std::istringstream lines(scheduler_log());
   for (std::string line; std::getline(lines, line);) {
     std::smatch match;
     if (std::regex_search(line, match, kEnd)) ++completed[address_of(match[1].str())];
   }
   return completed;
-}
-
-std::string IcecreamCluster::logs() const {
-  std::string text;
-  auto add = [&](const std::string& name, const std::unique_ptr<BackgroundProcess>& process) {
-    if (!process) return;
-    text += "--- " + name + " (pid " + std::to_string(process->pid()) + ")\n" + process->log();
-  };
-  add("icecc-scheduler", scheduler_);
-  for (const Daemon& server : servers_) add("iceccd " + server.node, server.process);
-  add("iceccd " + client_.node, client_.process);
-  return text;
-}
-
-std::vector<pid_t> IcecreamCluster::pids() const {
-  std::vector<pid_t> out;
-  if (scheduler_) out.push_back(scheduler_->pid());
-  for (const Daemon& server : servers_) out.push_back(server.process->pid());
-  if (client_.process) out.push_back(client_.process->pid());
-  return out;
 }
 
 }  // namespace kiln::testing

@@ -26,17 +26,11 @@
 // temp dir is world-writable and sticky, like /tmp.
 #pragma once
 
-#include <sys/types.h>
-
-#include <filesystem>
 #include <map>
-#include <memory>
 #include <string>
 #include <vector>
 
-#include "kiln/temp_directory.h"
-#include "testing/background_process.h"
-#include "testing/namespace_network.h"
+#include "testing/cluster_base.h"
 
 namespace kiln::testing {
 
@@ -47,66 +41,37 @@ struct IcecreamClusterOptions {
   int slots = 2;
 };
 
-class IcecreamCluster {
+// Stopping or killing a daemon ends its descendants first (ClusterBase's end_descendants): the
+// compiles an iceccd runs are not always in its process group.
+class IcecreamCluster : public ClusterBase {
  public:
-  using Environment = BackgroundProcess::Environment;
-
   // Starts the cluster and waits (at most 30 s) until every daemon has logged in to the
   // scheduler. available() is false and why() says why when a tool is missing or the cluster did
-  // not come up (with the logs).
+  // not come up (with the logs); missing_prerequisite() is true when root, netns or icecc is
+  // missing.
   IcecreamCluster(const NamespaceNetwork& net, IcecreamClusterOptions options);
-  ~IcecreamCluster();
   IcecreamCluster(const IcecreamCluster&) = delete;
   IcecreamCluster& operator=(const IcecreamCluster&) = delete;
-
-  bool available() const { return why_.empty(); }
-  const std::string& why() const { return why_; }
-  // True when the cluster could not even be tried (no root, netns or icecc): a test skips then,
-  // and fails when the cluster was tried and did not come up.
-  bool missing_prerequisite() const { return !available() && !tried_; }
 
   // The environment of an icecc client on the client host (kiln, or icecc itself): the client
   // daemon's socket (ICECC_TEST_SOCKET).
   Environment client_env() const;
-  // `ip netns exec <client host>`.
-  std::vector<std::string> client_prefix() const;
   // Server i's "address:port" as the icecc client's log names it ("Have to use host ...").
   std::string server_address(int server) const;
-  int servers() const { return static_cast<int>(servers_.size()); }
-  // SIGKILLs server i's iceccd and the compiles it runs, as a machine that dies.
-  void kill_server(int server);
   // Jobs the scheduler saw completed with status 0, per daemon's "address:port", from the
   // scheduler's own log: where compiles ran, independent of any client's account.
   std::map<std::string, int> completed_jobs() const;
-  // Every process's log, for failure messages.
-  std::string logs() const;
-  // The pids of the scheduler, the servers and the client daemon (for tests of the harness).
-  std::vector<pid_t> pids() const;
-  // The temp dir holding sockets, environments and logs; removed by the destructor.
-  const std::filesystem::path& directory() const { return dir_.path(); }
 
  private:
-  struct Daemon {
-    std::string node;  // its name in the cluster (-N), as the scheduler's log names it
-    int host = 0;
-    std::unique_ptr<BackgroundProcess> process{};
-  };
-
   bool start();
-  void start_daemon(Daemon& daemon, const std::vector<std::string>& extra);
+  // Starts iceccd named `node` (-N, as the scheduler's log names it) with `extra` arguments: as
+  // the next server, or as the client host's daemon when `client`.
+  void start_daemon(const std::string& node, const std::vector<std::string>& extra, bool client);
   bool wait_for_logins();
   std::string address_of(const std::string& node) const;
-  static void stop(BackgroundProcess& process);
 
-  const NamespaceNetwork& net_;
   IcecreamClusterOptions options_;
-  TempDirectory dir_;
   std::string netname_;
-  std::unique_ptr<BackgroundProcess> scheduler_;
-  std::vector<Daemon> servers_;
-  Daemon client_;
-  std::string why_;
-  bool tried_ = false;
 };
 
 }  // namespace kiln::testing
