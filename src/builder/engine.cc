@@ -64,11 +64,10 @@ int thread_count(const Manifest& manifest, int wanted) {
 
 // The servers of the build's sccache jobs, when it has some and sccache is installed (without
 // it, such jobs are skipped naming it).
-std::unique_ptr<detail::SccacheServers> sccache_servers_for(const Manifest& manifest,
-                                                            const Options& options) {
-  bool used = std::any_of(manifest.jobs.begin(), manifest.jobs.end(), [&](const Job& job) {
-    return detail::route_of(job, options).launcher == "sccache";
-  });
+std::unique_ptr<detail::SccacheServers> sccache_servers_for(
+    const std::vector<detail::Route>& routes) {
+  bool used = std::any_of(routes.begin(), routes.end(),
+                          [](const detail::Route& route) { return route.launcher == "sccache"; });
   std::optional<fs::path> program = used ? which("sccache") : std::nullopt;
   return program ? std::make_unique<detail::SccacheServers>(program->string()) : nullptr;
 }
@@ -76,10 +75,9 @@ std::unique_ptr<detail::SccacheServers> sccache_servers_for(const Manifest& mani
 // The slots -j auto means: what the cluster of the build's distributing launcher has, asked
 // through the build's first sccache server, else the local recommendation; and where that number
 // came from.
-std::pair<int, std::string> auto_jobs(const Manifest& manifest, const Options& options,
+std::pair<int, std::string> auto_jobs(const std::vector<detail::Route>& routes,
                                       detail::SccacheServers* sccache) {
-  bool distributes = std::any_of(manifest.jobs.begin(), manifest.jobs.end(), [&](const Job& job) {
-    detail::Route route = detail::route_of(job, options);
+  bool distributes = std::any_of(routes.begin(), routes.end(), [](const detail::Route& route) {
     return route.distributes && route.launcher == "sccache";
   });
   if (!distributes || sccache == nullptr) {
@@ -168,13 +166,13 @@ Report run_build(const Manifest& manifest, const Options& options) {
   }
   check_out_dir(out_dir, options.allow_shared_out);
   remove_stale_temporaries(out_dir);
-  std::unique_ptr<detail::SccacheServers> sccache = sccache_servers_for(manifest, options);
+  std::vector<detail::Route> routes = detail::routes_of(manifest, options);
+  std::unique_ptr<detail::SccacheServers> sccache = sccache_servers_for(routes);
   std::string jobs_source;
   int wanted = options.jobs;
-  if (wanted == kAutoJobs)
-    std::tie(wanted, jobs_source) = auto_jobs(manifest, options, sccache.get());
+  if (wanted == kAutoJobs) std::tie(wanted, jobs_source) = auto_jobs(routes, sccache.get());
   int threads = thread_count(manifest, wanted);
-  detail::BuildRunner runner(manifest, options, threads, std::move(sccache));
+  detail::BuildRunner runner(manifest, options, threads, std::move(routes), std::move(sccache));
   // Only a build with jobs that may go elsewhere holds the others to the local cores: without
   // one, -j is the local parallelism, as it always was.
   bool distributes = false;
@@ -206,7 +204,7 @@ PlannedJob plan_job(const Manifest& manifest, const Options& options, detail::Bu
                               .inputs = inputs_known ? inputs : std::vector<fs::path>{}};
   detail::JobRecipe prepared = detail::prepare(job, options, workspace, runner.tools());
   PlannedJob planned{&job, runner.output_of(index), false, prepared.skip_reason, {}};
-  detail::Route route = detail::route_of(job, options);
+  const detail::Route& route = runner.route(index);
   if (!route.launcher.empty()) planned.route = route.launcher;
   if (!route.why_local.empty()) planned.route = "local: " + route.why_local;
   if (runner.cache().enabled() && prepared.skip_reason.empty() && inputs_known) {
@@ -220,7 +218,7 @@ PlannedJob plan_job(const Manifest& manifest, const Options& options, detail::Bu
 
 std::vector<PlannedJob> plan_build(const Manifest& manifest, const Options& options) {
   check_options(options);
-  detail::BuildRunner runner(manifest, options, 0);
+  detail::BuildRunner runner(manifest, options, 0, detail::routes_of(manifest, options));
   TempDirectory scratch;
   std::vector<PlannedJob> plan;
   for (size_t i : manifest.order) {

@@ -106,13 +106,14 @@ void store(const DirectCache& direct, const JobRecipe& prepared, const Workspace
 }  // namespace
 
 BuildRunner::BuildRunner(const Manifest& manifest, const Options& options, int threads,
-                         std::unique_ptr<SccacheServers> sccache)
+                         std::vector<Route> routes, std::unique_ptr<SccacheServers> sccache)
     : manifest_(manifest),
       options_(options),
       index_(index_by_name(manifest)),
       out_dir_(fs::absolute(options.out_dir)),
       cache_(options.use_cache ? Cache::open() : Cache::disabled()),
       tools_(cache_),
+      routes_(std::move(routes)),
       sccache_(std::move(sccache)) {
   bool nvrtc = std::any_of(manifest.jobs.begin(), manifest.jobs.end(), [](const Job& job) {
     return job.kind == JobKind::cuda && job.backend == cuda::Backend::nvrtc;
@@ -127,7 +128,6 @@ BuildRunner::BuildRunner(const Manifest& manifest, const Options& options, int t
     nvrtc_workers_.push_back(std::make_unique<pool::Worker>(std::move(worker)));
   }
   work_dirs_.resize(static_cast<size_t>(std::max(threads, 0)));
-  for (const Job& job : manifest.jobs) routes_.push_back(route_of(job, options));
   // All before the first compile (sccache_servers.h says why).
   if (sccache_ && threads > 0) sccache_->start(threads);
 }

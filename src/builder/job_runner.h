@@ -19,10 +19,12 @@ class BuildRunner final : public JobRunner {
   // `threads`: how many scheduler threads will call run() (each gets its own NVRTC worker,
   // started only when that thread meets an NVRTC job). `sccache`: the servers of the build's
   // sccache jobs (sccache_servers_for); without them such jobs are skipped naming sccache.
+  // `routes`: routes_of(manifest, options).
   BuildRunner(const Manifest& manifest, const Options& options, int threads,
-              std::unique_ptr<SccacheServers> sccache = nullptr);
+              std::vector<Route> routes, std::unique_ptr<SccacheServers> sccache = nullptr);
   Attempt run(std::size_t index, const RunScope::Limits& limits, int worker) override;
   bool runs_elsewhere(std::size_t index) const override { return routes_[index].distributes; }
+  const Route& route(std::size_t index) const { return routes_[index]; }
 
   // The absolute paths of job `index`'s inputs, dependency outputs included.
   std::vector<std::filesystem::path> inputs_of(std::size_t index) const;

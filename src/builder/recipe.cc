@@ -343,6 +343,13 @@ void ask_for_dependencies(const Job& job, const Workspace& workspace, JobRecipe&
 
 }  // namespace
 
+std::vector<Route> routes_of(const Manifest& manifest, const Options& options) {
+  std::vector<Route> routes;
+  routes.reserve(manifest.jobs.size());
+  for (const Job& job : manifest.jobs) routes.push_back(route_of(job, options));
+  return routes;
+}
+
 Route route_of(const Job& job, const Options& options) {
   std::string name = job.launcher.empty() ? options.launcher : job.launcher;
   if (name.empty()) return {};

@@ -47,6 +47,8 @@ struct Route {
   std::string why_local{};
 };
 Route route_of(const Job& job, const Options& options);
+// Every job's route, by index: computed once per build.
+std::vector<Route> routes_of(const Manifest& manifest, const Options& options);
 
 struct JobRecipe {
   // Why the job cannot run here ("" when it can): a missing compiler, linker or library.

@@ -1,4 +1,4 @@
-// sccache's client servers for one kiln build: one per build slot (toolchains/sccache.h), all
+// sccache's client servers for one kiln build: one per build slot (kiln/sccache.h), all
 // started before the build's first compile and stopped with the build, so that the difference of a
 // slot's statistics before and after a job is that job's own account (remote, local or from
 // sccache's cache). They run with kiln's environment (SCCACHE_CONF, SCCACHE_DIR, ...), so a user's

@@ -104,7 +104,6 @@ class ClusterBase {
   int server_host(int server) const { return 1 + server; }
   int client_host() const { return layout_.servers + 1; }
   const NamespaceNetwork& net() const { return net_; }
-  const TempDirectory& dir() const { return dir_; }
 
  private:
   BackgroundProcess& start_on(int host, const std::vector<std::string>& argv,

@@ -89,16 +89,16 @@ bool SccacheCluster::write_configs() {
   std::optional<std::string> token = dist_tool({"auth", "generate-shared-token"});
   if (!key || !token) return false;
   client_token_ = *token;
-  std::ofstream(dir() / "scheduler.conf")
+  std::ofstream(directory() / "scheduler.conf")
       << "public_addr = " << quoted(net().address(0) + ":" + std::to_string(kSchedulerPort))
       << "\n[client_auth]\ntype = \"token\"\ntoken = " << quoted(*token)
       << "\n[server_auth]\ntype = \"jwt_hs256\"\nsecret_key = " << quoted(*key) << "\n";
   for (int i = 0; i < options_.servers; ++i) {
     std::optional<std::string> server_token =
         dist_tool({"auth", "generate-jwt-hs256-server-token", "--server", server_address(i),
-                   "--config", (dir() / "scheduler.conf").string()});
+                   "--config", (directory() / "scheduler.conf").string()});
     if (!server_token) return false;
-    fs::path home = dir() / ("server" + std::to_string(i));
+    fs::path home = directory() / ("server" + std::to_string(i));
     fs::create_directories(home / "cache");
     fs::create_directories(home / "build");
     std::ofstream(home / "server.conf")
@@ -109,20 +109,20 @@ bool SccacheCluster::write_configs() {
         << "\nbwrap_path = " << quoted(which("bwrap")->string())
         << "\n[scheduler_auth]\ntype = \"jwt_token\"\ntoken = " << quoted(*server_token) << "\n";
   }
-  fs::create_directories(dir() / "client");
-  std::ofstream(dir() / "client" / "client.conf")
-      << "[dist]\nscheduler_url = " << quoted(scheduler_url())
-      << "\ntoolchains = []\ncache_dir = " << quoted((dir() / "client" / "toolchains").string())
+  fs::create_directories(directory() / "client");
+  std::ofstream(directory() / "client" / "client.conf")
+      << "[dist]\nscheduler_url = " << quoted(scheduler_url()) << "\ntoolchains = []\ncache_dir = "
+      << quoted((directory() / "client" / "toolchains").string())
       << "\n[dist.auth]\ntype = \"token\"\ntoken = " << quoted(client_token_)
-      << "\n[cache.disk]\ndir = " << quoted((dir() / "client" / "cache").string()) << "\n";
+      << "\n[cache.disk]\ndir = " << quoted((directory() / "client" / "cache").string()) << "\n";
   return true;
 }
 
 void SccacheCluster::start() {
   std::string dist = (fs::path(options_.bin_dir) / "sccache-dist").string();
   Environment env{{"SCCACHE_NO_DAEMON", "1"}, {"SCCACHE_LOG", "info"}};
-  BackgroundProcess& scheduler =
-      start_scheduler({dist, "scheduler", "--config", (dir() / "scheduler.conf").string()}, env);
+  BackgroundProcess& scheduler = start_scheduler(
+      {dist, "scheduler", "--config", (directory() / "scheduler.conf").string()}, env);
   // A client that finds no scheduler when it starts reports "not connected" until it is next
   // asked to compile, so the clients start once the scheduler listens.
   auto deadline = std::chrono::steady_clock::now() + 30s;
@@ -132,7 +132,7 @@ void SccacheCluster::start() {
     std::this_thread::sleep_for(20ms);
   }
   for (int i = 0; i < options_.servers; ++i) {
-    fs::path conf = dir() / ("server" + std::to_string(i)) / "server.conf";
+    fs::path conf = directory() / ("server" + std::to_string(i)) / "server.conf";
     start_server({dist, "server", "--config", conf.string()}, env);
   }
   // The client server the status is asked through: sccache's own foreground server mode
@@ -152,7 +152,7 @@ bool SccacheCluster::wait_for_servers() {
     std::this_thread::sleep_for(100ms);
     // Only once the probe listens: a client command finding no server would start a daemon.
     if (!client()->running() || !scheduler()->running()) break;
-    if (!fs::exists(dir() / "probe.sock")) continue;
+    if (!fs::exists(directory() / "probe.sock")) continue;
     RunResult result = run({.argv = status, .env = probe_env(), .timeout = 10s});
     last = result.output;
     nlohmann::json doc = nlohmann::json::parse(result.output, nullptr, false);
@@ -166,14 +166,14 @@ bool SccacheCluster::wait_for_servers() {
 
 SccacheCluster::Environment SccacheCluster::client_env() const {
   const char* path = std::getenv("PATH");
-  return {{"SCCACHE_CONF", (dir() / "client" / "client.conf").string()},
-          {"SCCACHE_DIR", (dir() / "client" / "cache").string()},
+  return {{"SCCACHE_CONF", (directory() / "client" / "client.conf").string()},
+          {"SCCACHE_DIR", (directory() / "client" / "cache").string()},
           {"PATH", options_.bin_dir + ":" + (path != nullptr ? path : "/usr/bin:/bin")}};
 }
 
 SccacheCluster::Environment SccacheCluster::probe_env() const {
   Environment env = client_env();
-  env["SCCACHE_SERVER_UDS"] = (dir() / "probe.sock").string();
+  env["SCCACHE_SERVER_UDS"] = (directory() / "probe.sock").string();
   // Should the probe be gone, a server a client command starts in its place ends on its own.
   env["SCCACHE_IDLE_TIMEOUT"] = "60";
   return env;
@@ -214,7 +214,7 @@ void SccacheCluster::unmount_leftovers() const {
     std::istringstream fields(line);
     std::string id, parent, device, root, mount_point;
     fields >> id >> parent >> device >> root >> mount_point;
-    if (mount_point.starts_with(dir().path().string())) ours.push_back(mount_point);
+    if (mount_point.starts_with(directory().string())) ours.push_back(mount_point);
   }
   for (auto it = ours.rbegin(); it != ours.rend(); ++it) ::umount2(it->c_str(), MNT_DETACH);
 }
