@@ -8,7 +8,8 @@
 //   kiln::Launcher cluster = kiln::Launcher::named("distcc", {{"DISTCC_HOSTS", "10.0.0.2/8"}});
 //
 // A launcher is looked up on PATH when it is made: a missing one is kiln::ToolNotFound whose
-// message is "<name> not found" (the seed's "ccache not found").
+// message is "<name> not found" (the seed's "ccache not found"), followed for sccache, distcc and
+// icecc by where to get it.
 #pragma once
 
 #include <map>

