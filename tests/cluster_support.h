@@ -14,15 +14,14 @@
 #include <sys/types.h>
 
 #include <cstddef>
-#include <cstdlib>
 #include <filesystem>
 #include <functional>
 #include <memory>
-#include <string_view>
 #include <vector>
 
 #include <gtest/gtest.h>
 
+#include "base/internal/files.h"
 #include "testing/cluster_base.h"
 #include "testing/test_support.h"
 
@@ -42,10 +41,7 @@
 namespace kiln::testing {
 
 // Whether KILN_REQUIRE_CLUSTERS=1: a cluster test may not skip.
-inline bool clusters_required() {
-  const char* value = std::getenv("KILN_REQUIRE_CLUSTERS");
-  return value != nullptr && std::string_view(value) == "1";
-}
+inline bool clusters_required() { return internal::env("KILN_REQUIRE_CLUSTERS") == "1"; }
 
 // A cluster made by `make` runs `processes` processes; after its destructor none of them runs
 // and its directory is gone. Call it as the whole body of a test (it may skip it).
