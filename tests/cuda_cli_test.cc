@@ -153,5 +153,52 @@ TEST_F(CudaCli, AHeaderFoundThroughOptionsAfterTheDashesIsKeyed) {
   }
 }
 
+// No usable cache directory (none named at all; a HOME that does not exist and cannot be made, as
+// a service account's HOME=/nonexistent, here under /proc so that root cannot make it either; one
+// where nothing can be made): the compile goes on uncached, with one warning that says why.
+TEST_F(CudaCli, CompilesUncachedWithOneWarningWhenNoCacheDirectoryIsUsable) {
+  for (const std::optional<std::string>& home :
+       {std::optional<std::string>(), std::optional<std::string>("/proc/nonexistent"),
+        std::optional<std::string>("/proc")}) {
+    SCOPED_TRACE("HOME=" + home.value_or("(unset)"));
+    fs::remove(dir / "k.cubin");
+    RunResult r = kiln_cli({"cuda", "compile", (dir / "k.cu").string(), "--arch", "sm_80", "-o",
+                            (dir / "k.cubin").string(), "--", "-DKILN_ON=1"},
+                           {{"HOME", home},
+                            {"KILN_CACHE_DIR", std::nullopt},
+                            {"XDG_CACHE_HOME", std::nullopt},
+                            {"KILN_NO_CACHE", std::nullopt}});
+    EXPECT_EQ(r.exit_code, 0) << r.error_output;
+    EXPECT_EQ(testing::count_occurrences(r.error_output,
+                                         "kiln: warning: kiln's kernel cache is not used: "),
+              1u)
+        << r.error_output;
+    EXPECT_EQ(testing::read_file(dir / "k.cubin").substr(0, 4),
+              "\x7f"
+              "ELF");
+  }
+}
+
+// A source over the compile server's 64 MiB request limit is not sent: it compiles in process.
+TEST_F(CudaCli, ASourceOverTheServersLimitCompilesInProcess) {
+  {
+    std::ofstream big(dir / "big.cu");
+    big << "extern \"C\" __global__ void k(int* a) { a[0] = 1; }\n";
+    std::string comment = "// " + std::string(1021, 'x') + "\n";
+    for (int i = 0; i < 65 * 1024; ++i) big << comment;  // 65 MiB of comments
+  }
+  std::map<std::string, std::optional<std::string>> vars = env();
+  vars["KILN_SERVER_DEBUG"] = "1";
+  vars["KILN_NO_CACHE"] = "1";
+  RunResult r = kiln_cli({"cuda", "compile", (dir / "big.cu").string(), "--arch", "sm_80", "-o",
+                          (dir / "big.cubin").string()},
+                         vars);
+  EXPECT_EQ(r.exit_code, 0) << r.error_output.substr(0, 2000);
+  EXPECT_NE(r.error_output.find("bytes, over the limit of 64 MiB: compiling here"),
+            std::string::npos)
+      << r.error_output.substr(0, 2000);
+  fs::remove(dir / "big.cu");
+}
+
 }  // namespace
 }  // namespace kiln

@@ -68,7 +68,8 @@ struct CompileOptions {
   // Look the result up in, and store it into, kiln's kernel cache (kiln/cache.h), keyed by the
   // source as compiled, every option, backend, format, arch, the compiler's identity and version
   // and the environment variables that change the output. KILN_NO_CACHE turns it off; so does
-  // TVM_KERNEL_DUMP (a dump is wanted for its files).
+  // TVM_KERNEL_DUMP (a dump is wanted for its files). A cache that cannot be opened is not
+  // used (CompileResult::warning says why) and the compile goes on without it.
   bool use_cache = true;
 };
 
@@ -86,6 +87,9 @@ struct CompileResult {
   // result came from the cache.
   std::string log{};
   bool cached = false;  // served from kiln's kernel cache
+  // Why kiln's kernel cache was not used, when it was wanted but could not be opened (no HOME, a
+  // read-only or unsafe directory: kiln/cache.h): the compile ran uncached. Else empty.
+  std::string warning{};
 };
 // compile_cuda, keeping the compiler's log and saying whether the cache served it.
 CompileResult compile(std::string_view code, const CompileOptions& options = {});

@@ -33,9 +33,10 @@ using Arch = std::variant<std::string, Strings>;
 
 // compile_cuda with the GIL released while the compiler runs; `target_format` "" is the
 // backend's default, `use_cache` false keeps kiln's kernel cache out of this one compile.
-py::object compile_cuda(const std::string& code, const std::string& target_format, Arch arch,
-                        Strings options, const std::string& path_target,
-                        const std::string& compiler, bool use_cache) {
+// Returns (the bytes, why the cache was not used or "").
+py::tuple compile_cuda(const std::string& code, const std::string& target_format, Arch arch,
+                       Strings options, const std::string& path_target, const std::string& compiler,
+                       bool use_cache) {
   cuda::CompileOptions request{.options = std::move(options),
                                .output = path_target,
                                .backend = cuda::backend_from_name(compiler),
@@ -46,12 +47,12 @@ py::object compile_cuda(const std::string& code, const std::string& target_forma
     request.archs = std::get<Strings>(std::move(arch));
   }
   if (!target_format.empty()) request.format = cuda::format_from_name(target_format);
-  std::string bytes;
+  cuda::CompileResult result;
   {
     py::gil_scoped_release unlocked;
-    bytes = cuda::compile_cuda(code, request);
+    result = cuda::compile(code, request);
   }
-  return to_bytearray(bytes);
+  return py::make_tuple(to_bytearray(result.bytes), result.warning);
 }
 
 void bind_compile(py::module_& m) {

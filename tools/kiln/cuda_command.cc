@@ -73,6 +73,7 @@ void compile(const CompileArgs& args) {
                                                    .output = output,
                                                    .source_path = args.file,
                                                    .backend = backend});
+  if (!result.warning.empty()) std::cerr << "kiln: warning: " << result.warning << "\n";
   // The compiler's warnings and ptxas' resource lines, as a compiler run by hand shows them.
   if (!result.log.empty()) {
     std::cerr << result.log << (result.log.ends_with('\n') ? "" : "\n") << std::flush;

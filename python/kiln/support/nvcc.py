@@ -149,7 +149,7 @@ def _compile_cuda_nvrtc(
 def _compile(code, target_format, arch, options, path_target, compiler):
     if isinstance(arch, list | tuple):
         arch = [str(word) for word in arch]
-    return _native.compile_cuda(
+    result, cache_warning = _native.compile_cuda(
         code,
         target_format or "",
         arch,
@@ -157,6 +157,9 @@ def _compile(code, target_format, arch, options, path_target, compiler):
         os.fspath(path_target) if path_target else "",
         compiler,
     )
+    if cache_warning:  # compiled uncached; shown once per process (the same text, one line)
+        warnings.warn(cache_warning, RuntimeWarning, stacklevel=2)
+    return result
 
 
 def _find_cuda_target_include(cuda_path):

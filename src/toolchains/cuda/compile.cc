@@ -180,12 +180,18 @@ CompileResult compile(std::string_view code, const CompileOptions& options) {
   Format fallback = options.backend == Backend::nvcc ? Format::ptx : Format::cubin;
   request.format = request.nvshmem ? Format::cubin : options.format.value_or(fallback);
   std::optional<Cache> cache;
+  std::string warning;
   if (options.use_cache && !internal::env("TVM_KERNEL_DUMP")) {
-    cache = Cache::open();
-    if (cache->enabled()) request.cache = &*cache;
+    try {
+      cache = Cache::open();
+      if (cache->enabled()) request.cache = &*cache;
+    } catch (const Error& e) {  // a miss: the compile goes on uncached (and says why)
+      warning = fmt::format("kiln's kernel cache is not used: {}", e.what());
+    }
   }
   CompileResult result = options.backend == Backend::nvcc ? internal::compile_with_nvcc(request)
                                                           : internal::compile_with_nvrtc(request);
+  result.warning = std::move(warning);
   if (result.bytes.empty()) throw UnexpectedOutput("Compilation error: empty result is generated");
   if (!options.output.empty()) kiln::internal::write_file_atomically(options.output, result.bytes);
   return result;

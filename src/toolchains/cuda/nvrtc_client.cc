@@ -1,4 +1,9 @@
 // compile_in_server(): the client side of kiln's NVRTC compile server (nvrtc_server.h).
+//
+// Every way the server can fail the client ends in a compile in the calling process, within a
+// bound: no server can be started (latched for the process), a start that failed lately (the
+// servers directory remembers it), a server that does not start the compile within
+// kStartedWithin (the process then passes it by for kPassBy), or one that goes away.
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -26,8 +31,10 @@ namespace {
 namespace fs = std::filesystem;
 using kiln::internal::UniqueFd;
 using Clock = std::chrono::steady_clock;
+using Deadline = std::optional<Clock::time_point>;
 
-constexpr std::uint32_t kMaxFrame = std::uint32_t{1} << 30;
+// How long a process compiles in process after a server did not start its compile in time.
+constexpr auto kPassBy = std::chrono::seconds(30);
 const bool registered = pool::register_service("nvrtc", serve_nvrtc);
 
 bool flag(const char* name) {
@@ -35,32 +42,82 @@ bool flag(const char* name) {
   return value != nullptr && *value != '\0' && std::strcmp(value, "0") != 0;
 }
 
-// The server this process talks to: its socket, and its private directory.
+void debug(const std::string& why) {
+  if (flag("KILN_SERVER_DEBUG")) fmt::print(stderr, "kiln: no NVRTC compile server: {}\n", why);
+}
+
+Deadline sooner(Deadline a, Deadline b) {
+  if (!a || !b) return a ? a : b;
+  return std::min(*a, *b);
+}
+
+// The server this process talks to: its socket, private directory, start lock, and the record
+// of a start that failed.
 struct Address {
   fs::path socket;
   fs::path private_dir;
   fs::path lock;
+  fs::path failed;
 };
 
-// The server's address, or std::nullopt (and why) when there can be none.
+// What identifies the program that would be started as the server: its file's device, inode,
+// size and modification time (through links such as /proc/self/exe), so that another kiln (a
+// rebuild, an upgrade, another venv's) gets a server of its own. std::nullopt (and why) when it
+// is no executable file.
+std::optional<std::string> program_identity(const std::string& program, std::string* why) {
+  const char* named = std::getenv("KILN_SERVICE_PROGRAM");
+  std::string what = named != nullptr && program == named
+                         ? fmt::format("KILN_SERVICE_PROGRAM names {}", program)
+                         : fmt::format("the server's program {}", program);
+  struct stat st {};
+  if (::stat(program.c_str(), &st) != 0) {
+    *why = fmt::format("{}: {}", what, std::strerror(errno));
+    return std::nullopt;
+  }
+  if (!S_ISREG(st.st_mode) || ::access(program.c_str(), X_OK) != 0) {
+    *why = what + ", which is not an executable file";
+    return std::nullopt;
+  }
+  return fmt::format("{}:{}:{}:{}.{}", st.st_dev, st.st_ino, st.st_size, st.st_mtim.tv_sec,
+                     st.st_mtim.tv_nsec);
+}
+
+// The servers directory: <cache directory>/servers, 0700 and this user's.
+std::optional<fs::path> servers_dir(std::string* why) {
+  fs::path dir = Cache::open({.enabled = true}).directory() / "servers";
+  std::error_code ec;
+  fs::create_directory(dir, ec);
+  ::chmod(dir.c_str(), 0700);
+  struct stat st {};
+  if (::lstat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != ::geteuid() ||
+      (st.st_mode & 077) != 0) {
+    *why = dir.string() + " is not a private directory of this user";
+    return std::nullopt;
+  }
+  return dir;
+}
+
+// The server's address, or std::nullopt (and why) when there can be none. Its id covers the
+// protocol, the program started as the server, the NVRTC library and the user.
 std::optional<Address> address(std::string* why) {
   try {
-    fs::path dir = Cache::open({.enabled = true}).directory() / "servers";
-    std::error_code ec;
-    fs::create_directory(dir, ec);
-    ::chmod(dir.c_str(), 0700);
-    struct stat st {};
-    if (::lstat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != ::geteuid() ||
-        (st.st_mode & 077) != 0) {
-      *why = dir.string() + " is not a private directory of this user";
+    std::optional<std::vector<std::string>> command = pool::service_command("nvrtc", {});
+    if (!command) {
+      *why =
+          "this program cannot be re-executed as the server (it never called "
+          "kiln::pool::serve_if_worker, and KILN_SERVICE_PROGRAM is not set)";
       return std::nullopt;
     }
-    std::string self = fs::read_symlink("/proc/self/exe", ec).string();
-    std::string id = cache_key({"kiln-nvrtc-server-1", file_identity(self),
+    std::optional<std::string> program = program_identity(command->front(), why);
+    if (!program) return std::nullopt;
+    std::optional<fs::path> dir = servers_dir(why);
+    if (!dir) return std::nullopt;
+    std::string id = cache_key({"kiln-nvrtc-server", std::to_string(kProtocol), *program,
                                 file_identity(nvrtc().path), std::to_string(::geteuid())})
                          .substr(0, 16);
-    Address a{dir / ("nvrtc-" + id + ".sock"), dir / ("nvrtc-" + id + ".d"),
-              dir / ("nvrtc-" + id + ".lock")};
+    fs::path base = *dir / ("nvrtc-" + id);
+    Address a{base.string() + ".sock", base.string() + ".d", base.string() + ".lock",
+              base.string() + ".failed"};
     if (a.socket.string().size() >= sizeof(sockaddr_un::sun_path)) {
       *why = "the socket path is too long for a Unix socket: " + a.socket.string();
       return std::nullopt;
@@ -72,155 +129,224 @@ std::optional<Address> address(std::string* why) {
   }
 }
 
-UniqueFd connect_to(const fs::path& socket) {
+// A connection to the server on `socket`, waiting for room in its backlog until `deadline`.
+// Invalid when there is none, with `error` saying why: ENOENT or ECONNREFUSED when no server
+// listens there, EAGAIN when its backlog stayed full (busy, or stopped), EPERM when another user
+// listens there.
+UniqueFd connect_to(const fs::path& socket, Clock::time_point deadline, int* error) {
   UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  *error = errno;
   if (!fd) return {};
+  auto left = std::chrono::duration_cast<std::chrono::microseconds>(deadline - Clock::now());
+  timeval limit{.tv_sec = std::max<long>(0, left.count() / 1000000),
+                .tv_usec = std::max<long>(1, left.count() % 1000000)};
+  (void)::setsockopt(fd.get(), SOL_SOCKET, SO_SNDTIMEO, &limit, sizeof limit);  // bounds connect
   sockaddr_un addr{};
   addr.sun_family = AF_UNIX;
   std::strncpy(addr.sun_path, socket.c_str(), sizeof(addr.sun_path) - 1);
   int r = kiln::internal::retry_eintr(
       [&] { return ::connect(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr); });
+  *error = errno;
   if (r != 0) return {};
   ucred peer{};
   socklen_t size = sizeof peer;
   if (::getsockopt(fd.get(), SOL_SOCKET, SO_PEERCRED, &peer, &size) != 0 ||
       peer.uid != ::geteuid()) {
+    *error = EPERM;
     return {};  // not this user's server
   }
   return fd;
 }
 
-// Starts the server unless another process just did; then connects. Invalid when it would not
-// start (`why` says why).
-UniqueFd start_and_connect(const Address& a, std::string* why) {
-  std::optional<FileLock> lock = FileLock::lock_for(a.lock, std::chrono::seconds(30));
-  if (!lock) {
-    *why = "another process holds " + a.lock.string() + " for 30 s";
-    return {};
+bool nobody_listens(int error) { return error == ENOENT || error == ECONNREFUSED; }
+
+// Why a start of the server failed less than kFailedStartMemory ago, if one did.
+std::optional<std::string> failed_lately(const Address& a) {
+  struct stat st {};
+  if (::stat(a.failed.c_str(), &st) != 0) return std::nullopt;
+  auto age =
+      std::chrono::system_clock::now() - std::chrono::system_clock::from_time_t(st.st_mtim.tv_sec);
+  if (age > kFailedStartMemory) return std::nullopt;
+  std::string said;
+  try {
+    said = kiln::internal::read_file(a.failed);
+  } catch (const Error&) {
   }
-  if (UniqueFd fd = connect_to(a.socket)) return fd;  // started meanwhile
+  return fmt::format("a start of the server failed less than {} s ago ({}): {}",
+                     kFailedStartMemory.count(), a.failed.string(), said);
+}
+
+// Runs the server's starter within kServerStartWithin; why it failed, or std::nullopt.
+std::optional<std::string> start(const Address& a) {
   std::optional<std::vector<std::string>> command =
       pool::service_command("nvrtc", {a.socket.string(), a.private_dir.string()});
-  if (!command) {
-    *why =
-        "this program cannot be re-executed as the server (it never called "
-        "kiln::pool::serve_if_worker, and KILN_SERVICE_PROGRAM is not set)";
+  if (!command) return "this program cannot be re-executed as the server";
+  try {
+    RunResult started = run({.argv = std::move(*command), .timeout = kServerStartWithin});
+    if (started.ok()) return std::nullopt;
+    return fmt::format("the server did not start ({}): {}", started.status_text(), started.output);
+  } catch (const Error& e) {
+    return fmt::format("the server could not be started: {}", e.what());
+  }
+}
+
+// Starts the server unless another process just did, or a start failed lately; then connects.
+// Invalid when it would not start (`why` says why) or another server is busy (`error` EAGAIN).
+UniqueFd start_and_connect(const Address& a, std::string* why, int* error) {
+  std::optional<FileLock> lock =
+      FileLock::lock_for(a.lock, kServerStartWithin + std::chrono::seconds(5));
+  if (!lock) {
+    *why = "another process holds " + a.lock.string() + " for longer than a start takes";
     return {};
   }
-  RunResult started = run({.argv = std::move(*command), .timeout = std::chrono::seconds(30)});
-  if (!started.ok()) {
-    *why = fmt::format("the server did not start ({}): {}", started.status_text(), started.output);
+  UniqueFd fd = connect_to(a.socket, Clock::now() + kStartedWithin, error);
+  if (fd || !nobody_listens(*error)) {  // started meanwhile, or one that must not be replaced
+    if (!fd)
+      *why = fmt::format("cannot connect to {}: {}", a.socket.string(), std::strerror(*error));
+    return fd;
+  }
+  if (std::optional<std::string> failed = failed_lately(a)) {
+    *why = *failed;
     return {};
   }
-  UniqueFd fd = connect_to(a.socket);
-  if (!fd) *why = fmt::format("cannot connect to {}: {}", a.socket.string(), std::strerror(errno));
+  if (std::optional<std::string> failed = start(a)) {
+    *why = *failed;
+    try {  // other processes compile in process at once for a while, rather than wait too
+      kiln::internal::write_file_atomically(a.failed, *failed);
+    } catch (const Error&) {
+    }
+    return {};
+  }
+  std::error_code ec;
+  fs::remove(a.failed, ec);
+  fd = connect_to(a.socket, Clock::now() + kStartedWithin, error);
+  if (!fd) *why = fmt::format("cannot connect to {}: {}", a.socket.string(), std::strerror(*error));
   return fd;
 }
 
-// One connection per compile. Invalid when no server can be used; the first reason is kept so
-// that a process stops trying (KILN_SERVER_DEBUG=1 prints it).
+// What this process knows about its server.
+struct Client {
+  std::mutex mutex;
+  std::optional<std::string> unusable;  // why none can be used: the process stops trying
+  std::optional<Address> known;
+  Clock::time_point pass_by_until{};  // a server did not start a compile in time: until then
+};
+
+Client& client() {
+  static Client* c = new Client;  // NOLINT(cppcoreguidelines-owning-memory): never destroyed
+  return *c;
+}
+
+// One connection per compile. Invalid when no server can be used (KILN_SERVER_DEBUG=1 says
+// why): the first reason is kept so that a process stops trying.
 UniqueFd connection() {
-  static std::mutex mutex;
-  static std::optional<std::string> unusable;
-  static std::optional<Address> known;
-  std::lock_guard lock(mutex);
-  if (unusable) return {};
+  Client& c = client();
+  std::lock_guard lock(c.mutex);
+  if (c.unusable || Clock::now() < c.pass_by_until) return {};
   std::string why;
-  if (!known) known = address(&why);
+  if (!c.known) c.known = address(&why);
   UniqueFd fd;
-  if (known) {
-    fd = connect_to(known->socket);
-    if (!fd) fd = start_and_connect(*known, &why);
+  int error = 0;
+  if (c.known) {
+    fd = connect_to(c.known->socket, Clock::now() + kStartedWithin, &error);
+    if (!fd && nobody_listens(error)) fd = start_and_connect(*c.known, &why, &error);
+    if (!fd && error == EAGAIN) {  // its backlog stayed full: busy, or stopped
+      c.pass_by_until = Clock::now() + kPassBy;
+      debug(fmt::format("{} accepted no connection within {} s", c.known->socket.string(),
+                        kStartedWithin.count()));
+      return {};
+    }
+    if (!fd && why.empty()) {
+      why = fmt::format("cannot connect to {}: {}", c.known->socket.string(), std::strerror(error));
+    }
   }
   if (!fd) {
-    unusable = why;
-    if (flag("KILN_SERVER_DEBUG")) fmt::print(stderr, "kiln: no NVRTC compile server: {}\n", why);
+    c.unusable = why;
+    debug(why);
   }
   return fd;
 }
 
-}  // namespace
-
-bool write_frame(int fd, const std::string& cbor) {
-  std::uint32_t size = static_cast<std::uint32_t>(cbor.size());
-  unsigned char head[4] = {static_cast<unsigned char>(size), static_cast<unsigned char>(size >> 8),
-                           static_cast<unsigned char>(size >> 16),
-                           static_cast<unsigned char>(size >> 24)};
-  std::string frame(reinterpret_cast<const char*>(head), 4);
-  frame += cbor;
-  size_t sent = 0;
-  while (sent < frame.size()) {
-    ssize_t n = kiln::internal::retry_eintr(
-        [&] { return ::send(fd, frame.data() + sent, frame.size() - sent, MSG_NOSIGNAL); });
-    if (n <= 0) return false;
-    sent += static_cast<size_t>(n);
-  }
-  return true;
+// The server did not start the compile in time: this process passes it by for a while.
+void pass_by(const std::string& why) {
+  Client& c = client();
+  std::lock_guard lock(c.mutex);
+  c.pass_by_until = Clock::now() + kPassBy;
+  debug(why);
 }
 
-FrameRead read_frame(int fd, std::optional<Clock::time_point> deadline, int cancel_fd) {
-  FrameRead result;
-  std::string buffer;
-  size_t wanted = 4;
-  bool have_length = false;
-  while (buffer.size() < wanted) {
-    pollfd fds[2] = {{fd, POLLIN, 0}, {cancel_fd, POLLIN, 0}};
-    int ready = kiln::internal::poll_until(fds, cancel_fd >= 0 ? 2 : 1, deadline);
-    if (ready == 0) {
-      result.timed_out = true;
-      return result;
-    }
-    if (ready < 0) return result;
-    if (cancel_fd >= 0 && (fds[1].revents & POLLIN) != 0) {
-      result.cancelled = true;
-      return result;
-    }
-    char chunk[65536];
-    size_t room = std::min(sizeof chunk, wanted - buffer.size());
-    ssize_t n = kiln::internal::retry_eintr([&] { return ::read(fd, chunk, room); });
-    if (n <= 0) return result;
-    buffer.append(chunk, static_cast<size_t>(n));
-    if (!have_length && buffer.size() == 4) {
-      auto byte = [&](int i) { return std::uint32_t{static_cast<unsigned char>(buffer[i])}; };
-      std::uint32_t size = byte(0) | byte(1) << 8 | byte(2) << 16 | byte(3) << 24;
-      if (size > kMaxFrame) return result;
-      have_length = true;
-      wanted = 4 + size;
-      buffer.reserve(wanted);
-    }
-  }
-  result.cbor = buffer.substr(4);
-  return result;
-}
-
-std::optional<NvrtcAttempt> compile_in_server(const NvrtcJob& job) {
-  (void)registered;
-  if (flag("KILN_NO_SERVER")) return std::nullopt;
-  UniqueFd fd = connection();
-  if (!fd) return std::nullopt;
+std::string request_of(const NvrtcJob& job) {
   std::error_code ec;
   nlohmann::json request = {{"source", job.source}, {"header_prefix", job.header_prefix},
                             {"name", job.name},     {"options", job.options},
                             {"cubin", job.cubin},   {"cwd", fs::current_path(ec).string()}};
   std::vector<std::uint8_t> cbor = nlohmann::json::to_cbor(request);
-  if (!write_frame(fd.get(), std::string(cbor.begin(), cbor.end()))) return std::nullopt;
-  RunScope* scope = RunScope::current();
-  FrameRead read = read_frame(fd.get(), scope ? scope->limits().deadline : std::nullopt,
-                              scope ? scope->limits().cancel_fd : -1);
+  return {cbor.begin(), cbor.end()};
+}
+
+// The next frame as JSON; std::nullopt (compile here) when the server went away or sent garbage.
+// Throws when the caller's deadline passed or it was cancelled.
+std::optional<nlohmann::json> next_answer(int fd, Deadline deadline, int cancel_fd) {
+  FrameRead read = read_frame(fd, deadline, cancel_fd, kMaxAnswer);
   if (read.timed_out) throw TimeoutError("NVRTC compile timed out (in kiln's compile server)");
   if (read.cancelled) throw Cancelled("NVRTC compile cancelled");
-  if (!read.cbor) return std::nullopt;  // the server itself went away: compile here
-  nlohmann::json answer = nlohmann::json::from_cbor(*read.cbor);
-  if (answer.contains("died")) {
-    throw ChildProcessError(fmt::format("NVRTC {} while compiling {} (in kiln's compile server)",
-                                        answer["died"].get<std::string>(), job.name));
+  if (!read.cbor) return std::nullopt;
+  nlohmann::json answer = nlohmann::json::from_cbor(*read.cbor, true, false);
+  if (answer.is_discarded() || !answer.is_object()) return std::nullopt;
+  return answer;
+}
+
+// Sends the request and waits for a child to start on it, until kStartedWithin from now or the
+// caller's deadline. False (compile here) when the server went away or was too slow.
+bool started(int fd, const std::string& request, Deadline callers, int cancel_fd) {
+  Clock::time_point by = Clock::now() + kStartedWithin;
+  Deadline deadline = sooner(callers, by);
+  bool sent = write_frame(fd, request, deadline);
+  std::optional<nlohmann::json> first;
+  try {
+    if (sent) first = next_answer(fd, deadline, cancel_fd);
+  } catch (const TimeoutError&) {
+    sent = false;
   }
-  if (answer.contains("refused")) return std::nullopt;
-  const auto& bytes = answer["bytes"].get_binary();
-  return NvrtcAttempt{.result = answer["result"].get<int>(),
-                      .failed_call = answer["failed_call"].get<std::string>(),
+  if (callers && Clock::now() >= *callers) {
+    throw TimeoutError("NVRTC compile timed out (waiting for kiln's compile server)");
+  }
+  if (!sent && Clock::now() >= by) {
+    pass_by(fmt::format("it did not start a compile within {} s", kStartedWithin.count()));
+  }
+  if (first && first->contains("refused")) debug(first->value("refused", std::string()));
+  return first && first->contains("started");
+}
+
+}  // namespace
+
+std::optional<NvrtcAttempt> compile_in_server(const NvrtcJob& job) {
+  (void)registered;
+  if (flag("KILN_NO_SERVER")) return std::nullopt;
+  std::string request = request_of(job);
+  if (request.size() > kMaxRequest) {
+    debug(fmt::format("the request is {} bytes, over the limit of {} MiB: compiling here",
+                      request.size(), kMaxRequest >> 20));
+    return std::nullopt;
+  }
+  UniqueFd fd = connection();
+  if (!fd) return std::nullopt;
+  RunScope* scope = RunScope::current();
+  Deadline deadline = scope ? scope->limits().deadline : std::nullopt;
+  int cancel_fd = scope ? scope->limits().cancel_fd : -1;
+  if (!started(fd.get(), request, deadline, cancel_fd)) return std::nullopt;
+  std::optional<nlohmann::json> answer = next_answer(fd.get(), deadline, cancel_fd);
+  if (!answer) return std::nullopt;  // the server itself went away: compile here
+  if (answer->contains("died")) {
+    throw ChildProcessError(fmt::format("NVRTC {} while compiling {} (in kiln's compile server)",
+                                        (*answer)["died"].get<std::string>(), job.name));
+  }
+  if (!answer->contains("bytes")) return std::nullopt;  // refused
+  const auto& bytes = (*answer)["bytes"].get_binary();
+  return NvrtcAttempt{.result = (*answer)["result"].get<int>(),
+                      .failed_call = (*answer)["failed_call"].get<std::string>(),
                       .bytes = std::string(bytes.begin(), bytes.end()),
-                      .log = answer["log"].get<std::string>()};
+                      .log = (*answer)["log"].get<std::string>()};
 }
 
 }  // namespace kiln::cuda::internal

@@ -111,20 +111,38 @@ nlohmann::json answer_of(const NvrtcAttempt& attempt) {
           {"log", without_diagnostics(attempt.log, is_pch_note)}};
 }
 
-// Tells the parent the answer is on its way (it no longer speaks for this child), then sends it.
+// Tells the parent the answer is on its way (it no longer speaks for this child), then sends it;
+// a client that does not take it within kAnswerWithin (stopped, say) is given up on.
 bool send_answer(int connection, int answering, const nlohmann::json& answer) {
   char started = 'W';
   (void)!::write(answering, &started, 1);
-  return write_frame(connection, cbor_of(answer));
+  return write_frame(connection, cbor_of(answer), Clock::now() + kAnswerWithin);
+}
+
+// The request, read within kRequestWithin; then the client hears that its compile started.
+// Ends the child when there is none (a silent client, a broken frame), and refuses one over
+// kMaxRequest.
+nlohmann::json read_request(int connection, int answering) {
+  FrameRead read = read_frame(connection, Clock::now() + kRequestWithin, -1, kMaxRequest);
+  if (read.too_large != 0) {
+    std::string why =
+        fmt::format("the request is {} bytes, over kiln's compile server's limit of {} MiB",
+                    read.too_large, kMaxRequest >> 20);
+    ::_exit(send_answer(connection, answering, {{"refused", why}}) ? 0 : 1);
+  }
+  if (!read.cbor) ::_exit(1);
+  nlohmann::json request = nlohmann::json::from_cbor(*read.cbor, true, false);
+  if (request.is_discarded() || !request.is_object()) ::_exit(1);
+  nlohmann::json started = {{"started", true}};
+  if (!write_frame(connection, cbor_of(started), Clock::now() + kAnswerWithin)) ::_exit(1);
+  return request;
 }
 
 // The child's whole work: read the request, compile (with the PCH of its header prefix when
 // there is one), answer; then, when there was none, make it for the compiles to come (after
 // answering: the first compile of a header set is not made to wait for its PCH).
 [[noreturn]] void compile_one(int connection, int answering, const fs::path& pch_dir) {
-  FrameRead read = read_frame(connection, Clock::now() + std::chrono::seconds(30));
-  if (!read.cbor) ::_exit(1);
-  nlohmann::json request = nlohmann::json::from_cbor(*read.cbor);
+  nlohmann::json request = read_request(connection, answering);
   if (::chdir(request["cwd"].get<std::string>().c_str()) != 0) {
     nlohmann::json refused = {{"refused", "cannot enter " + request["cwd"].get<std::string>()}};
     ::_exit(send_answer(connection, answering, refused) ? 0 : 1);
@@ -182,7 +200,7 @@ class Server {
         fds.push_back({a.answering.get(), POLLIN, 0});
         pids.push_back(pid);
       }
-      if (active_.size() >= max_children()) fds[0].events = 0;  // the backlog waits
+      if (!room()) fds[0].events = 0;  // the backlog waits
       int n = ::poll(fds.data(), fds.size(), static_cast<int>(kTick.count()));
       for (size_t i = 0; n > 0 && i < pids.size(); ++i)
         watch(pids[i], fds[2 * i + 1], fds[2 * i + 2]);
@@ -218,6 +236,14 @@ class Server {
     return seconds > 0 ? seconds : 600;
   }
   static size_t max_children() { return std::max<size_t>(2, std::thread::hardware_concurrency()); }
+  // Whether another child may start: max_children() compile at once. A child that is answering
+  // (or making a PCH after that) holds no slot, so that clients that do not take their answers
+  // (stopped ones) cannot starve the others; all children together are held to twice that.
+  bool room() const {
+    size_t compiling = std::count_if(active_.begin(), active_.end(),
+                                     [](const auto& child) { return !child.second.answered; });
+    return compiling < max_children() && active_.size() < 2 * max_children();
+  }
   // The socket on the path is still the one this server bound: removing it (or the cache
   // directory) ends the server.
   bool still_ours() const {

@@ -13,8 +13,15 @@
 // Where: <kiln cache directory>/servers/nvrtc-<id>.sock (the directory is the user's own,
 // 0700, checked like the cache), its PCH files and temporaries in nvrtc-<id>.d beside it, removed
 // when the server ends: after KILN_SERVER_IDLE seconds (default 600) without a request, when its
-// socket is removed, or on SIGTERM. <id> covers the kiln program and NVRTC library (path, size,
-// modification time), so a rebuilt kiln or another toolkit gets a server of its own.
+// socket is removed, or on SIGTERM. <id> covers the protocol (kProtocol), the program started as
+// the server (its file: device, inode, size, modification time; from Python that is the package's
+// kiln program, not the interpreter) and the NVRTC library, so a rebuilt or upgraded kiln, another
+// venv's or another toolkit gets a server of its own.
+//
+// Never a hang: the server is a speed-up, and every way it can fail a client ends, within the
+// bounds below, in a compile in the client's own process. Stuck clients cannot starve the others:
+// a child reads its request within kRequestWithin, a child whose client does not take its answer
+// gives up after kAnswerWithin, and a child that is answering holds no compile slot.
 #pragma once
 
 #include <chrono>
@@ -36,23 +43,52 @@ struct NvrtcJob {
 };
 
 // Compiles `job` in the server, starting it when none runs. std::nullopt when no server can be
-// used (KILN_NO_SERVER is set, this program cannot be re-executed as one, the cache directory is
-// unusable, the server would not start): the caller compiles in its own process. Throws
-// ChildProcessError when NVRTC crashed in the server, TimeoutError / Cancelled when the calling
-// thread's RunScope (kiln/process.h) ran out or was cancelled.
+// used (KILN_NO_SERVER is set, no program can be started as one, the cache directory is
+// unusable, the server would not start, the request is over kMaxRequest) or none started on it
+// within kStartedWithin: the caller compiles in its own process. Throws ChildProcessError when
+// NVRTC crashed in the server, TimeoutError / Cancelled when the calling thread's RunScope
+// (kiln/process.h) ran out or was cancelled.
 std::optional<NvrtcAttempt> compile_in_server(const NvrtcJob& job);
 
 // The server's main: args are {socket path, private directory}. Never returns.
 [[noreturn]] void serve_nvrtc(const std::vector<std::string>& args);
 
-// The framing both sides use: a 4-byte little-endian length, then CBOR (at most 1 GiB).
-bool write_frame(int fd, const std::string& cbor);
+// The protocol's version, part of the server's id: a client only talks to a server of its own.
+inline constexpr int kProtocol = 2;
+// A request (CUDA source and options) is at most 64 MiB: TVM's largest modules are ~1 MB of CUDA.
+// A bigger one is compiled in the calling process; the server refuses one ({"refused": why}).
+inline constexpr size_t kMaxRequest = size_t{64} << 20;
+// An answer (the cubin or PTX and NVRTC's log) is at most 1 GiB.
+inline constexpr size_t kMaxAnswer = size_t{1} << 30;
+// A child reads its request within this of its start, and gives up on a client that does not
+// take its answer within kAnswerWithin: a stopped or silent client frees its slot soon. A live
+// client sends at once and waits for the answer, reading it as it comes.
+inline constexpr std::chrono::seconds kRequestWithin{5};
+inline constexpr std::chrono::seconds kAnswerWithin{10};
+// The client waits this long for room in the server's backlog, and as long again from sending its
+// request for a child to say {"started": true}: a server busy with other compiles (or stopped) is
+// then passed by for a while, and the compile runs in the caller's process. Once started, the
+// compile takes as long as it needs (a 1 MB TVM module: ~8 s on a loaded 2-core machine), bounded
+// only by the caller's RunScope.
+inline constexpr std::chrono::seconds kStartedWithin{10};
+// Starting a server takes ~20 ms (measured: 0.4-1.2 s under ASan at a load of 10 on two cores);
+// a starter that takes longer than this is killed, and the failure is remembered in the servers
+// directory for kFailedStartMemory, so that other processes compile in process at once instead
+// of waiting too.
+inline constexpr std::chrono::seconds kServerStartWithin{10};
+inline constexpr std::chrono::seconds kFailedStartMemory{60};
+
+// The framing both sides use: a 4-byte little-endian length, then CBOR. Writes and reads wait
+// until `deadline` (std::nullopt: for ever).
+bool write_frame(int fd, const std::string& cbor,
+                 std::optional<std::chrono::steady_clock::time_point> deadline = std::nullopt);
 struct FrameRead {
   std::optional<std::string> cbor;  // the frame; none on end of file or a broken frame
   bool timed_out = false;           // `deadline` passed first
   bool cancelled = false;           // `cancel_fd` polled readable first
+  size_t too_large = 0;             // the frame's length, when over `max_bytes` (not read)
 };
 FrameRead read_frame(int fd, std::optional<std::chrono::steady_clock::time_point> deadline,
-                     int cancel_fd = -1);
+                     int cancel_fd, size_t max_bytes);
 
 }  // namespace kiln::cuda::internal
