@@ -199,9 +199,13 @@ std::optional<NvrtcAttempt> compile_in_server(const NvrtcJob& job) {
   UniqueFd fd = connection();
   if (!fd) return std::nullopt;
   std::error_code ec;
-  nlohmann::json request = {{"source", job.source}, {"header_prefix", job.header_prefix},
-                            {"name", job.name},     {"options", job.options},
-                            {"cubin", job.cubin},   {"cwd", fs::current_path(ec).string()}};
+  nlohmann::json request = {{"source", job.source},
+                            {"header_prefix", job.header_prefix},
+                            {"name", job.name},
+                            {"options", job.options},
+                            {"cubin", job.cubin},
+                            {"cwd", fs::current_path(ec).string()},
+                            {"toolkit_dirs", job.toolkit_dirs}};
   std::vector<std::uint8_t> cbor = nlohmann::json::to_cbor(request);
   if (!write_frame(fd.get(), std::string(cbor.begin(), cbor.end()))) return std::nullopt;
   RunScope* scope = RunScope::current();

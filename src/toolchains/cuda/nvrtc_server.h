@@ -33,6 +33,9 @@ struct NvrtcJob {
   std::string name;          // the program's name
   std::vector<std::string> options;
   bool cubin = true;  // else PTX
+  // The toolkit's include directories: what the header prefix reads there is keyed by the
+  // toolkit's identity, anything else by its content (nvrtc_pch.h).
+  std::vector<std::string> toolkit_dirs{};
 };
 
 // Compiles `job` in the server, starting it when none runs. std::nullopt when no server can be
