@@ -217,7 +217,7 @@ int run_child_mode(int argc, char** argv) {
   }
   if (mode == "cuda-ptx") {  // CODE ARCH [OPTION...]: compile_cuda to PTX, printed whole
     try {
-      std::vector<std::string> options(a.begin() + std::min<size_t>(2, a.size()), a.end());
+      std::vector<std::string> options(a.size() > 2 ? a.begin() + 2 : a.end(), a.end());
       std::string ptx = cuda::compile_cuda(
           arg(0), {.format = cuda::Format::ptx, .arch = arg(1), .options = std::move(options)});
       std::printf("%s\n", ptx.c_str());

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <map>
 #include <sstream>
 
@@ -72,6 +73,13 @@ std::optional<Manifest> read_manifest(const fs::path& path) {
 // The kernel cache's size (the server's directory is in it: <cache>/servers/<name>.d).
 std::uint64_t cache_budget() { return CacheOptions{}.max_bytes; }
 
+// Whether `path` was last changed over a minute ago: a PCH file and its manifest are put in
+// place one after the other, so a lone one may be the half of a pair being made.
+bool settled(const fs::directory_entry& entry) {
+  std::error_code ec;
+  return entry.last_write_time(ec) < fs::file_time_type::clock::now() - std::chrono::minutes(1);
+}
+
 // Keeps at most `files` PCH files taking at most `bytes`, the least recently used going first;
 // PCH files no manifest names any longer (remade since) and manifests whose PCH is gone go too.
 void evict_pch(const fs::path& dir, size_t files, std::uint64_t bytes) {
@@ -84,17 +92,19 @@ void evict_pch(const fs::path& dir, size_t files, std::uint64_t bytes) {
   std::uint64_t total = 0;
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator(dir, ec)) {
-    fs::path path = entry.path();
+    const fs::path& path = entry.path();
     if (path.extension() == ".files") {
       std::optional<Manifest> manifest = read_manifest(path);
-      if (!manifest || !kiln::internal::is_file(dir / manifest->pch_name)) fs::remove(path, ec);
+      if ((!manifest || !kiln::internal::is_file(dir / manifest->pch_name)) && settled(entry)) {
+        fs::remove(path, ec);
+      }
       continue;
     }
     if (path.extension() != ".pch") continue;
     std::string key = path.stem().string().substr(0, path.stem().string().find('-'));
     std::optional<Manifest> manifest = read_manifest(dir / manifest_name(key));
     if (!manifest || manifest->pch_name != path.filename().string()) {
-      fs::remove(path, ec);  // made again since: no compile will ask for it
+      if (settled(entry)) fs::remove(path, ec);  // made again since: no compile will ask for it
       continue;
     }
     std::uint64_t size = entry.file_size(ec);
@@ -115,6 +125,32 @@ void trim_cache(const fs::path& dir) {
   try {
     Cache::open({.directory = dir.parent_path().parent_path(), .enabled = true}).trim();
   } catch (const std::exception&) {  // a cache that cannot be opened holds nothing to trim
+  }
+}
+
+// Whether each path of `inputs` fits on a line of a manifest.
+bool one_line_each(const PchInputs& inputs) {
+  auto one_line = [](const fs::path& path) {
+    return path.string().find('\n') == std::string::npos;
+  };
+  return std::all_of(inputs.files.begin(), inputs.files.end(),
+                     [&](const auto& file) { return one_line(file.first); }) &&
+         std::all_of(inputs.absent.begin(), inputs.absent.end(), one_line);
+}
+
+// Puts the PCH NVRTC made at `made` in place, named by its manifest's digest, then the manifest
+// (a reader sees the old manifest, naming the old PCH, or the new one, whose PCH is there).
+void keep(const fs::path& dir, const fs::path& made, const PchSpec& spec, const PchInputs& inputs) {
+  std::string digest = cache_key({manifest_text("", inputs)}).substr(0, 16);
+  std::string name = fmt::format("{}-{}.pch", spec.key, digest);
+  std::error_code ec;
+  fs::rename(made, dir / name, ec);
+  if (ec) return;
+  try {
+    kiln::internal::write_file_atomically(dir / manifest_name(spec.key),
+                                          manifest_text(name, inputs));
+  } catch (const std::exception&) {
+    fs::remove(dir / name, ec);
   }
 }
 
@@ -163,40 +199,23 @@ void make_pch(const fs::path& dir, const PchSpec& spec) {
   std::optional<FileLock> making;
   try {
     making = FileLock::try_lock(lock_path);
-  } catch (const std::exception&) {  // the directory was removed (kiln cache clear of a dead
-    return;                          // server's, or the server ended)
+  } catch (const std::exception&) {  // the directory is gone: the server is ending
+    return;
   }
-  if (!making || open_pch(dir, spec)) return;
-  IncludeSearch search(spec.options, spec.toolkit_dirs);
-  std::optional<PchInputs> inputs = pch_inputs(spec.prefix, search);
+  if (!making || open_pch(dir, spec)) return;  // being made, or made meanwhile
+  std::optional<PchInputs> inputs =
+      pch_inputs(spec.prefix, IncludeSearch(spec.options, spec.toolkit_dirs));
   std::uint64_t budget = cache_budget() / 4;
-  if (inputs) {
+  if (inputs && one_line_each(*inputs)) {
     evict_pch(dir, kMaxPchFiles - 1, budget);
     fs::path made = dir / fmt::format("{}.{}.tmp", spec.key, ::getpid());
     std::vector<std::string> options = spec.options;
     options.push_back("--create-pch=" + made.string());
     options.emplace_back("--pch-messages=false");
     (void)attempt_nvrtc(spec.prefix, "kiln_pch.cu", options, false);
-    std::string body = manifest_text("", *inputs);
-    std::string name = fmt::format("{}-{}.pch", spec.key, cache_key({body}).substr(0, 16));
+    // Kept only when nothing it may have read changed since its manifest was made.
+    if (kiln::internal::is_file(made) && still_the_same(*inputs)) keep(dir, made, spec, *inputs);
     std::error_code ec;
-    // Kept only when nothing it read changed while NVRTC read it, and the manifest can say
-    // where each file is.
-    bool sound =
-        std::count(body.begin(), body.end(), '\n') ==
-            static_cast<std::ptrdiff_t>(2 + inputs->files.size() + inputs->absent.size()) &&
-        still_the_same(*inputs);
-    if (kiln::internal::is_file(made) && sound) {
-      fs::rename(made, dir / name, ec);
-      if (!ec) {
-        try {
-          kiln::internal::write_file_atomically(dir / manifest_name(spec.key),
-                                                manifest_text(name, *inputs));
-        } catch (const std::exception&) {
-          fs::remove(dir / name, ec);
-        }
-      }
-    }
     fs::remove(made, ec);
     evict_pch(dir, kMaxPchFiles, budget);
   }

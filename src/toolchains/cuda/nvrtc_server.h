@@ -8,12 +8,15 @@
 // before forking share its address, and accept each other's PCH files. So the server loads
 // NVRTC, allocates the heap, and forks one child per compile; a child that finds no PCH for the
 // kernel's header prefix (nvrtc_source.h) makes one, later children use it (type_traits and
-// cuda_fp16.h: ~0.6 s -> ~0.05 s). A child that crashes or hangs takes down only its compile.
+// cuda_fp16.h: ~0.6 s -> ~0.05 s); which headers go into one, when it is used and which are
+// kept: nvrtc_pch.h. A child that crashes or hangs takes down only its compile.
 //
 // Where: <kiln cache directory>/servers/nvrtc-<id>.sock (the directory is the user's own,
 // 0700, checked like the cache), its PCH files and temporaries in nvrtc-<id>.d beside it, removed
 // when the server ends: after KILN_SERVER_IDLE seconds (default 600) without a request, when its
-// socket is removed, or on SIGTERM. <id> covers the kiln program and NVRTC library (path, size,
+// socket is removed, or on SIGTERM; when it was killed, by the next server's start or the next
+// `kiln cache` command (it holds nvrtc-<id>.d.lock for its life: internal/server_directories.h).
+// <id> covers the kiln program and NVRTC library (path, size,
 // modification time), so a rebuilt kiln or another toolkit gets a server of its own.
 #pragma once
 
