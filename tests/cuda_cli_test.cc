@@ -3,8 +3,11 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <fstream>
 #include <map>
+#include <regex>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 
@@ -198,6 +201,42 @@ TEST_F(CudaCli, ASourceOverTheServersLimitCompilesInProcess) {
             std::string::npos)
       << r.error_output.substr(0, 2000);
   fs::remove(dir / "big.cu");
+}
+
+// The compile server's precompiled headers live in the cache: counted, and removed by clear.
+TEST_F(CudaCli, CacheStatsCountsTheServersPrecompiledHeadersAndClearRemovesThem) {
+  std::ofstream(dir / "half.cu") << "#include <cuda_fp16.h>\n"
+                                    "extern \"C\" __global__ void h(half* a) { a[0] = a[1]; }\n";
+  RunResult compiled = kiln_cli({"cuda", "compile", (dir / "half.cu").string(), "--arch", "sm_80",
+                                 "-o", (dir / "half.cubin").string()},
+                                env());
+  ASSERT_EQ(compiled.exit_code, 0) << compiled.error_output;
+  auto pch_files = [&] {
+    size_t found = 0;
+    std::error_code ec;
+    for (const auto& entry : fs::recursive_directory_iterator(dir / "cache" / "servers", ec)) {
+      found += entry.path().extension() == ".pch" ? 1 : 0;
+    }
+    return found;
+  };
+  // The server makes it after answering: seconds on a loaded machine.
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  while (pch_files() == 0 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_EQ(pch_files(), 1u) << "no precompiled header was made";
+  RunResult stats = kiln_cli({"cache", "stats"}, env());
+  std::smatch counted;
+  ASSERT_TRUE(std::regex_search(stats.output, counted,
+                                std::regex("servers    ([0-9]+) files, ([0-9]+) bytes")))
+      << stats.output;
+  EXPECT_GE(std::stoul(counted[1]), 1u);
+  EXPECT_GT(std::stoul(counted[2]), 1u << 20) << "a PCH of cuda_fp16.h takes megabytes";
+  RunResult clear = kiln_cli({"cache", "clear"}, env());
+  EXPECT_NE(clear.output.find("and " + counted[1].str() + " compile server files"),
+            std::string::npos)
+      << clear.output;
+  EXPECT_EQ(pch_files(), 0u);
 }
 
 }  // namespace

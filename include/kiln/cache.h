@@ -15,6 +15,12 @@
 // of writers that died (or older than kStaleTemporaryMinutes) are removed by open() and eviction.
 // Past `max_bytes`, the least recently used entries are evicted (the directory is measured after
 // every max_bytes / 32 stored by this process, not after every store). KILN_NO_CACHE disables it.
+//
+// kiln's compile servers keep their private directories in it too (servers/<name>.d: the NVRTC
+// server's precompiled headers). Their files count in stats(), their precompiled headers in
+// max_bytes (evicted with the entries, least recently used first), and clear() removes them; a
+// running server makes them again. A directory whose server is gone (killed, even by SIGKILL) is
+// removed by stats(), clear(), eviction and the next server's start; a live server's never is.
 #pragma once
 
 #include <atomic>
@@ -70,13 +76,19 @@ class Cache {
     // Files being written now, or left by writers that were killed (until reaped).
     std::uint64_t temporary_files = 0;
     std::uint64_t temporary_bytes = 0;
+    // The compile servers' files (precompiled headers and what describes them).
+    std::uint64_t server_files = 0;
+    std::uint64_t server_bytes = 0;
   };
   // A temporary file this old is reaped even when its writer's pid seems alive (reused pids,
   // writers in another pid namespace); writing one entry never takes nearly this long.
   static constexpr int kStaleTemporaryMinutes = 15;
   Stats stats() const;
-  // Removes every entry (and stray temporary files); the directory stays.
+  // Removes every entry, stray temporary files and the servers' files; the directory stays.
   void clear() const;
+  // Evicts now, as a store does now and then: for a writer of servers' files (which never
+  // stores an entry) to keep the cache within max_bytes.
+  void trim() const;
   std::uint64_t max_bytes() const noexcept { return max_bytes_; }
 
  private:

@@ -17,6 +17,7 @@
 
 #include "internal/fd.h"
 #include "internal/files.h"
+#include "internal/server_directories.h"
 #include "internal/trusted_directory.h"
 #include "kiln/error.h"
 
@@ -274,6 +275,11 @@ Cache::Stats Cache::stats() const {
                     stats.temporary_bytes += static_cast<std::uint64_t>(st.st_size);
                   }
                 });
+  for (const internal::ServerFile& file :
+       internal::server_files(directory_ / internal::kServersDirectory)) {
+    ++stats.server_files;
+    stats.server_bytes += file.size;
+  }
   return stats;
 }
 
@@ -283,13 +289,21 @@ void Cache::clear() const {
   for_each_file(open_->fd.get(), is_entry_or_temporary_name,
                 [&](const char* name, const struct stat&) { doomed.emplace_back(name); });
   for (const std::string& name : doomed) (void)::unlinkat(open_->fd.get(), name.c_str(), 0);
+  // A live server makes its files again (a compile that holds one open keeps reading it).
+  for (const internal::ServerFile& file :
+       internal::server_files(directory_ / internal::kServersDirectory))
+    (void)::unlink(file.path.c_str());
+}
+
+void Cache::trim() const {
+  if (enabled_) evict();
 }
 
 void Cache::evict() const {
   struct Entry {
-    std::string name;
+    std::string name;  // relative to the directory: a server's file is servers/<dir>/<name>
     std::uint64_t size;
-    std::int64_t used_ns;  // modification time: a hit touches the entry
+    std::int64_t used_ns;  // modification time: a hit touches the entry, a use the server's file
   };
   int dir_fd = open_->fd.get();
   reap_temporaries(dir_fd);
@@ -301,6 +315,13 @@ void Cache::evict() const {
     total += e.size;
     entries.push_back(std::move(e));
   });
+  for (const internal::ServerFile& file :
+       internal::server_files(directory_ / internal::kServersDirectory)) {
+    if (!file.remade) continue;
+    entries.push_back(
+        {file.path.lexically_relative(directory_).string(), file.size, file.modified_ns});
+    total += file.size;
+  }
   if (total <= max_bytes_) return;
   std::sort(entries.begin(), entries.end(),
             [](const Entry& a, const Entry& b) { return a.used_ns < b.used_ns; });

@@ -12,6 +12,7 @@
 
 #include "internal/files.h"
 #include "kiln/error.h"
+#include "kiln/file_lock.h"
 #include "kiln/process.h"
 #include "kiln/temp_directory.h"
 #include "testing/test_support.h"
@@ -300,6 +301,43 @@ TEST(Cache, CountsTemporaryFilesAndReapsThoseOfGoneWriters) {
   EXPECT_FALSE(fs::exists(dir / "cache" / ".tmp.z"));
   EXPECT_FALSE(fs::exists(live));
   EXPECT_EQ(small.stats().temporary_files, 0u);
+}
+
+TEST(Cache, ServersPrecompiledHeadersAreCountedEvictedWithEntriesAndCleared) {
+  TempDirectory dir;
+  fs::path servers = dir / "cache" / "servers";
+  Cache cache = open_in(dir / "cache", 2000);
+  fs::create_directories(servers / "nvrtc-live.d");
+  FileLock live(servers / "nvrtc-live.d.lock");  // held: its server runs
+  internal::write_file(servers / "nvrtc-live.d" / "old.pch", std::string(1200, 'p'));
+  age(servers / "nvrtc-live.d" / "old.pch", 10);  // last used ten minutes ago
+  internal::write_file(servers / "nvrtc-live.d" / "old.files", std::string(50, 'm'));
+  fs::create_directories(servers / "nvrtc-dead.d");
+  internal::write_file(servers / "nvrtc-dead.d" / "x.pch", std::string(300, 'd'));
+  internal::write_file(servers / "nvrtc-dead.d.lock", "");  // nobody holds it: the server is gone
+  // Left by a kiln before these locks: reaped once nothing listens and it is old.
+  fs::create_directories(servers / "nvrtc-older.d");
+  age(servers / "nvrtc-older.d", 60 + 1);
+  fs::create_directories(servers / "nvrtc-starting.d");
+
+  Cache::Stats stats = cache.stats();
+  EXPECT_FALSE(fs::exists(servers / "nvrtc-dead.d")) << "a dead server's directory is reaped";
+  EXPECT_FALSE(fs::exists(servers / "nvrtc-older.d"));
+  EXPECT_TRUE(fs::exists(servers / "nvrtc-starting.d")) << "it may be a server starting";
+  EXPECT_TRUE(fs::exists(servers / "nvrtc-live.d" / "old.pch"));
+  EXPECT_EQ(stats.server_files, 2u);
+  EXPECT_EQ(stats.server_bytes, 1250u);
+
+  // An entry that takes the cache past max_bytes with the PCH: the PCH, used longer ago, goes.
+  cache.put(cache_key({"a"}), std::string(900, 'a'));
+  EXPECT_FALSE(fs::exists(servers / "nvrtc-live.d" / "old.pch"));
+  EXPECT_EQ(cache.get(cache_key({"a"})), std::string(900, 'a'));
+
+  internal::write_file(servers / "nvrtc-live.d" / "new.pch", "p");
+  cache.clear();
+  EXPECT_TRUE(fs::is_empty(servers / "nvrtc-live.d")) << "clear() removes a live server's files";
+  EXPECT_TRUE(fs::exists(servers / "nvrtc-live.d.lock"));
+  EXPECT_EQ(cache.stats().server_files, 0u);
 }
 
 }  // namespace

@@ -2,9 +2,14 @@
  * each call goes to the library named by $KILN_REAL_NVRTC. On top, for the tests:
  *  - each nvrtcCompileProgram appends one line to $KILN_NVRTC_CALLS (when set): how many times
  *    kiln ran the compiler;
+ *  - a compile that makes a precompiled header (--create-pch=) appends "create-pch" too, one
+ *    that uses one (--use-pch=) "use-pch": how many PCH files were made, how many were used;
  *  - while the file $KILN_NVRTC_CRASH exists, nvrtcCompileProgram dies of SIGSEGV, as a crashing
- *    compiler would; while $KILN_NVRTC_HANG exists, it sleeps instead of returning. The files
- *    are looked at on each call, so a test can switch a running compile server between the two. */
+ *    compiler would; while $KILN_NVRTC_HANG exists, it sleeps instead of returning; while
+ *    $KILN_NVRTC_REMOVE_PCH exists, it removes the PCH file a compile is to use (the file a
+ *    /proc/self/fd/N path names) before NVRTC opens it, as `kiln cache clear` or an eviction in
+ *    another process may. The files are looked at on each call, so a test can switch a running
+ *    compile server between these. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <fcntl.h>
@@ -58,14 +63,36 @@ FORWARD(int, nvrtcGetNumSupportedArchs, (int* n), (n))
 FORWARD(int, nvrtcGetSupportedArchs, (int* a), (a))
 FORWARD(int, nvrtcSetPCHHeapSize, (size_t s), (s))
 
+static void count(const char* line) {
+  const char* calls = getenv("KILN_NVRTC_CALLS");
+  if (calls == NULL) return;
+  int fd = open(calls, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+  if (fd >= 0) {
+    (void)!write(fd, line, strlen(line));
+    close(fd);
+  }
+}
+
+/* Removes the file `path` names; through /proc/self/fd/N, the file that descriptor has open. */
+static void remove_pch(const char* path) {
+  char target[4096];
+  if (strncmp(path, "/proc/self/fd/", 14) == 0) {
+    ssize_t n = readlink(path, target, sizeof target - 1);
+    if (n <= 0) return;
+    target[n] = '\0';
+    path = target;
+  }
+  (void)unlink(path);
+}
+
 int nvrtcCompileProgram(nvrtcProgram p, int n, const char* const* options) {
   static int (*fn)(nvrtcProgram, int, const char* const*);
-  const char* calls = getenv("KILN_NVRTC_CALLS");
-  if (calls != NULL) {
-    int fd = open(calls, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
-    if (fd >= 0) {
-      (void)!write(fd, "compile\n", 8);
-      close(fd);
+  count("compile\n");
+  for (int i = 0; i < n; ++i) {
+    if (strncmp(options[i], "--create-pch=", 13) == 0) count("create-pch\n");
+    if (strncmp(options[i], "--use-pch=", 10) == 0) {
+      count("use-pch\n");
+      if (exists("KILN_NVRTC_REMOVE_PCH")) remove_pch(options[i] + 10);
     }
   }
   if (exists("KILN_NVRTC_CRASH")) raise(SIGSEGV);

@@ -215,6 +215,18 @@ int run_child_mode(int argc, char** argv) {
       return 1;
     }
   }
+  if (mode == "cuda-ptx") {  // CODE ARCH [OPTION...]: compile_cuda to PTX, printed whole
+    try {
+      std::vector<std::string> options(a.size() > 2 ? a.begin() + 2 : a.end(), a.end());
+      std::string ptx = cuda::compile_cuda(
+          arg(0), {.format = cuda::Format::ptx, .arch = arg(1), .options = std::move(options)});
+      std::printf("%s\n", ptx.c_str());
+      return 0;
+    } catch (const Error& e) {
+      std::printf("%s\n", e.what());
+      return 1;
+    }
+  }
   if (mode == "nvrtc-version") {  // a fresh process: nothing loaded NVRTC before
     try {
       auto [major, minor] = cuda::nvrtc_version();

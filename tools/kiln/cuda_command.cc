@@ -197,21 +197,26 @@ void add_cache(CLI::App& app, int* status) {
     } else {
       Cache::Stats s = c.stats();
       std::cout << fmt::format(
-          "directory  {}\nentries    {}\nbytes      {}\nmax bytes  {}\ntemporary  {} files, "
-          "{} bytes (being written, or left by killed writers until reaped)\n",
-          c.directory().string(), s.entries, s.bytes, c.max_bytes(), s.temporary_files,
-          s.temporary_bytes);
+          "directory  {}\nentries    {}\nbytes      {}\nservers    {} files, {} bytes (the "
+          "compile servers' precompiled headers)\nmax bytes  {} (entries and precompiled "
+          "headers)\ntemporary  {} files, {} bytes (being written, or left by killed writers "
+          "until reaped)\n",
+          c.directory().string(), s.entries, s.bytes, s.server_files, s.server_bytes, c.max_bytes(),
+          s.temporary_files, s.temporary_bytes);
     }
     *status = kExitOk;
   });
-  CLI::App* clear = cache->add_subcommand("clear", "Remove every entry");
+  CLI::App* clear = cache->add_subcommand(
+      "clear", "Remove every entry and the compile servers' precompiled headers");
   clear->callback([status] {
     require_no_passthrough("cache clear");
     Cache c = Cache::open();
     Cache::Stats before = c.stats();
     c.clear();
-    std::cout << fmt::format("removed {} entries ({} bytes) from {}\n", before.entries,
-                             before.bytes, c.enabled() ? c.directory().string() : "(off)");
+    std::cout << fmt::format(
+        "removed {} entries ({} bytes) and {} compile server files ({} bytes) from {}\n",
+        before.entries, before.bytes, before.server_files, before.server_bytes,
+        c.enabled() ? c.directory().string() : "(off)");
     *status = kExitOk;
   });
 }

@@ -54,14 +54,20 @@ std::string working_directory_for_key();
 // The name NVRTC gets for the program: the user's file (absolute) when known, else the seed's
 // "tvm_kernels.cu".
 std::string program_name(const Request& request);
-// The source NVRTC compiles for `request` (nvrtc_source.h), `arch` as spelled_arch() gives it.
-struct NvrtcSource prepared_source(const Request& request, const std::string& arch);
+// The source NVRTC compiles for `request` (nvrtc_source.h), `arch` as spelled_arch() gives it,
+// `options` as nvrtc_options() gives them: only headers their include search finds in
+// `toolkit_dirs` (toolkit_include_dirs()) move up into the header prefix.
+struct NvrtcSource prepared_source(const Request& request, const std::string& arch,
+                                   const std::vector<std::string>& options,
+                                   const std::vector<std::filesystem::path>& toolkit_dirs);
 // The NVRTC side, in parts (the benchmark drives the seed's layout through them too).
 // The arch as NVRTC gets it: sm_ for a cubin, compute_ for PTX, from the device when empty.
 std::string spelled_arch(const Request& request);
 // -I for each of the toolkit's header directories (include, targets/<machine>-linux/include and
 // its cccl); FileNotFound when none holds cuda_runtime.h.
 std::vector<std::string> include_options(const std::filesystem::path& cuda);
+// The directories of include_options(find_cuda_path()).
+std::vector<std::filesystem::path> toolkit_include_dirs();
 // Whether compiling `code` with `options` (as the user gave them) may read a header outside the
 // toolkit (whose identity is keyed): a "..." include, a forced include (-include), or an <...>
 // include that a user's include directory holds or that the toolkit does not. When false, a

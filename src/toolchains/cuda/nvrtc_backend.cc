@@ -14,6 +14,7 @@
 #include "kiln/process.h"
 #include "kiln/temp_directory.h"
 #include "nvrtc_library.h"
+#include "nvrtc_pch.h"
 #include "nvrtc_server.h"
 #include "nvrtc_source.h"
 
@@ -254,10 +255,22 @@ std::string program_name(const Request& request) {
   return fs::absolute(request.source_path).lexically_normal().string();
 }
 
-NvrtcSource prepared_source(const Request& request, const std::string& arch) {
+std::vector<fs::path> toolkit_include_dirs() {
+  std::vector<fs::path> dirs;
+  for (const std::string& option : include_options(find_cuda_path())) {
+    dirs.emplace_back(option.substr(2));  // "-I<dir>"
+  }
+  return dirs;
+}
+
+NvrtcSource prepared_source(const Request& request, const std::string& arch,
+                            const std::vector<std::string>& options,
+                            const std::vector<fs::path>& toolkit_dirs) {
   auto [major, minor] = parse_compute_version(compute_version_of_arch(arch));
+  IncludeSearch search(options, toolkit_dirs);
   return nvrtc_source(request.code, request.nvshmem, major * 100 + minor * 10,
-                      program_name(request));
+                      program_name(request),
+                      [&](std::string_view header) { return search.from_toolkit(header); });
 }
 
 namespace {
@@ -268,6 +281,7 @@ struct NvrtcPlan {
   std::string name;  // program_name()
   NvrtcSource prepared;
   std::vector<std::string> options;
+  std::vector<fs::path> toolkit_dirs;  // toolkit_include_dirs()
   bool cubin = true;
   std::optional<std::string> dump_dir;  // TVM_KERNEL_DUMP
 };
@@ -275,9 +289,7 @@ struct NvrtcPlan {
 // NVRTC's log without the warnings located in the toolkit's own headers.
 std::string users_log(const std::string& log) {
   std::vector<std::string> toolkit;
-  for (const std::string& include : include_options(find_cuda_path())) {
-    toolkit.push_back(include.substr(2));  // "-I<dir>"
-  }
+  for (const fs::path& dir : toolkit_include_dirs()) toolkit.push_back(dir.string());
   return without_diagnostics(
       log, [&](std::string_view line) { return is_toolkit_warning(line, toolkit); });
 }
@@ -291,6 +303,7 @@ CompileResult compile_once(const Request& request, const NvrtcPlan& plan) {
                .name = plan.name,
                .options = plan.options,
                .cubin = plan.cubin};
+  for (const fs::path& dir : plan.toolkit_dirs) job.toolkit_dirs.push_back(dir.string());
   std::optional<NvrtcAttempt> served = compile_in_server(job);
   NvrtcOutput output = checked(
       request.code, plan.options,
@@ -328,8 +341,9 @@ CompileResult compile_with_nvrtc(const Request& request) {
   NvrtcPlan plan;
   plan.arch = spelled_arch(request);
   plan.name = program_name(request);
-  plan.prepared = prepared_source(request, plan.arch);
   plan.options = nvrtc_options(request, plan.arch);
+  plan.toolkit_dirs = toolkit_include_dirs();
+  plan.prepared = prepared_source(request, plan.arch, plan.options, plan.toolkit_dirs);
   plan.cubin = request.format == Format::cubin;
   plan.dump_dir = env("TVM_KERNEL_DUMP");
   if (plan.dump_dir) dump(*plan.dump_dir, "tvm_kernels.cu", plan.prepared.text);

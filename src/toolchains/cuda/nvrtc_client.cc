@@ -277,9 +277,13 @@ void pass_by(const std::string& why) {
 
 std::string request_of(const NvrtcJob& job) {
   std::error_code ec;
-  nlohmann::json request = {{"source", job.source}, {"header_prefix", job.header_prefix},
-                            {"name", job.name},     {"options", job.options},
-                            {"cubin", job.cubin},   {"cwd", fs::current_path(ec).string()}};
+  nlohmann::json request = {{"source", job.source},
+                            {"header_prefix", job.header_prefix},
+                            {"name", job.name},
+                            {"options", job.options},
+                            {"cubin", job.cubin},
+                            {"cwd", fs::current_path(ec).string()},
+                            {"toolkit_dirs", job.toolkit_dirs}};
   std::vector<std::uint8_t> cbor = nlohmann::json::to_cbor(request);
   return {cbor.begin(), cbor.end()};
 }

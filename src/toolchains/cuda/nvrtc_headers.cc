@@ -165,9 +165,11 @@ std::optional<std::vector<std::filesystem::path>> headers_read(
     request.source_path = options.source_path;
     std::string arch = internal::spelled_arch(request);
     fs::path name = internal::program_name(request);
-    return internal::nvrtc_headers(code, internal::prepared_source(request, arch).text,
-                                   internal::nvrtc_options(request, arch), scratch,
-                                   name.parent_path());
+    std::vector<std::string> nvrtc_options = internal::nvrtc_options(request, arch);
+    std::string source =
+        internal::prepared_source(request, arch, nvrtc_options, internal::toolkit_include_dirs())
+            .text;
+    return internal::nvrtc_headers(code, source, nvrtc_options, scratch, name.parent_path());
   } catch (const Error&) {  // no toolkit, no GPU to name the arch: the compile fails the same way
     return std::nullopt;
   }

@@ -262,7 +262,8 @@ int nvrtc_condition(std::string_view expression, int cuda_arch) {
   return value ? (*value != 0 ? 1 : 0) : -1;
 }
 
-std::vector<std::string> hoistable_includes(std::string_view code, int cuda_arch) {
+std::vector<std::string> hoistable_includes(std::string_view code, int cuda_arch,
+                                            const ToolkitHeader& toolkit_header) {
   std::vector<std::string> headers;
   std::vector<Level> levels;
   std::set<std::string> functions;
@@ -291,7 +292,10 @@ std::vector<std::string> hoistable_includes(std::string_view code, int cuda_arch
     if (word != "include" || trimmed(line) == "#include <cuda.h>") continue;  // dropped anyway
     bool angled = rest.starts_with("<") && rest.find('>') != std::string_view::npos;
     std::string header(angled ? rest.substr(1, rest.find('>') - 1) : "");
-    if (state < 0 || !angled || !self_contained(header) || !braces.outside()) break;
+    if (state < 0 || !angled || !self_contained(header) || !braces.outside() ||
+        !toolkit_header(header)) {
+      break;
+    }
     if (std::find(headers.begin(), headers.end(), header) == headers.end()) {
       headers.push_back(header);
     }

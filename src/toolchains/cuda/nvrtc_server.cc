@@ -23,11 +23,13 @@
 
 #include "internal/fd.h"
 #include "internal/files.h"
+#include "internal/server_directories.h"
 #include "kiln/cache.h"
 #include "kiln/ending.h"
 #include "kiln/error.h"
 #include "kiln/file_lock.h"
 #include "nvrtc_library.h"
+#include "nvrtc_pch.h"
 #include "nvrtc_server.h"
 
 namespace kiln::cuda::internal {
@@ -37,7 +39,6 @@ namespace fs = std::filesystem;
 using kiln::internal::UniqueFd;
 using Clock = std::chrono::steady_clock;
 
-constexpr size_t kMaxPchFiles = 8;
 constexpr auto kTick = std::chrono::milliseconds(200);
 // No compile (or PCH) takes this long but a hung one, whose client has no deadline.
 constexpr auto kChildLimit = std::chrono::hours(1);
@@ -57,50 +58,6 @@ struct Active {
 std::string cbor_of(const nlohmann::json& value) {
   std::vector<std::uint8_t> bytes = nlohmann::json::to_cbor(value);
   return {bytes.begin(), bytes.end()};
-}
-
-// Keeps at most kMaxPchFiles precompiled headers (60 MB and more each): the oldest go.
-void evict_pch(const fs::path& dir) {
-  std::vector<std::pair<fs::file_time_type, fs::path>> files;
-  std::error_code ec;
-  for (const auto& entry : fs::directory_iterator(dir, ec)) {
-    if (entry.path().extension() == ".pch") {
-      files.emplace_back(entry.last_write_time(ec), entry.path());
-    }
-  }
-  if (files.size() < kMaxPchFiles) return;
-  std::sort(files.begin(), files.end());
-  for (size_t i = 0; i + kMaxPchFiles <= files.size(); ++i) fs::remove(files[i].second, ec);
-}
-
-// The precompiled header a compile may use: the file for its header prefix and options, or none
-// (no prefix worth one, an NVRTC before 12.8, or a forced include: -include and --pre-include
-// come before the prefix, so the user's header would be in the PCH, unseen by its key).
-fs::path pch_for(const std::string& source, size_t prefix, const std::vector<std::string>& options,
-                 const fs::path& pch_dir) {
-  bool forced = std::any_of(options.begin(), options.end(), [](const std::string& option) {
-    return option.starts_with("-include") || option.starts_with("--pre-include");
-  });
-  if (forced || prefix == 0 || prefix > source.size() || nvrtc_version() < std::pair{12, 8}) {
-    return {};
-  }
-  return pch_dir /
-         (cache_key({"pch", std::string_view(source).substr(0, prefix), joined_for_key(options)}) +
-          ".pch");
-}
-
-// Makes `pch` from the header prefix alone, unless another child is making it.
-void make_pch(const std::string& prefix, std::vector<std::string> options, const fs::path& pch) {
-  std::optional<FileLock> making = FileLock::try_lock(fs::path(pch).replace_extension(".lock"));
-  if (!making || kiln::internal::is_file(pch)) return;
-  evict_pch(pch.parent_path());
-  fs::path made = fs::path(pch).replace_extension(fmt::format("{}.tmp", ::getpid()));
-  options.push_back("--create-pch=" + made.string());
-  options.emplace_back("--pch-messages=false");
-  (void)attempt_nvrtc(prefix, "kiln_pch.cu", options, false);
-  std::error_code ec;
-  if (kiln::internal::is_file(made)) fs::rename(made, pch, ec);
-  fs::remove(fs::path(pch).replace_extension(".lock"), ec);
 }
 
 nlohmann::json answer_of(const NvrtcAttempt& attempt) {
@@ -150,18 +107,15 @@ nlohmann::json read_request(int connection, int answering) {
   std::string source = request["source"].get<std::string>();
   auto options = request["options"].get<std::vector<std::string>>();
   size_t prefix = request["header_prefix"].get<size_t>();
-  fs::path pch = pch_for(source, prefix, options, pch_dir);
-  bool have_pch = !pch.empty() && kiln::internal::is_file(pch);
-  std::vector<std::string> compile_options = options;
-  if (have_pch) {
-    compile_options.push_back("--use-pch=" + pch.string());
-    compile_options.emplace_back("--pch-messages=false");
-  }
-  NvrtcAttempt attempt = attempt_nvrtc(source, request["name"].get<std::string>(), compile_options,
-                                       request["cubin"].get<bool>());
+  // None from an older client: then every file the prefix reads is checked (nvrtc_pch.h).
+  auto toolkit = request.value("toolkit_dirs", std::vector<std::string>{});
+  PchSpec spec = pch_spec(source, prefix, options, {toolkit.begin(), toolkit.end()});
+  std::optional<OpenPch> pch = open_pch(pch_dir, spec);
+  NvrtcAttempt attempt = attempt_with_pch(source, request["name"].get<std::string>(), options,
+                                          request["cubin"].get<bool>(), pch);
   bool sent = send_answer(connection, answering, answer_of(attempt));
   ::close(connection);
-  if (!pch.empty() && !have_pch) make_pch(source.substr(0, prefix), options, pch);
+  if (!spec.key.empty() && !pch) make_pch(pch_dir, spec);
   ::_exit(sent ? 0 : 1);
 }
 
@@ -309,9 +263,15 @@ UniqueFd listen_on(const fs::path& socket) {
   ::setsid();
   ::umask(077);
   (void)::chdir("/");  // each compile enters its client's directory; the server holds none
-  std::error_code ec;
-  fs::remove_all(dir, ec);
-  fs::create_directory(dir, ec);
+  // Held for the server's life (its children share it): a directory whose lock is free is
+  // reaped (internal/server_directories.h), as the dead servers' are here.
+  std::optional<FileLock> alive;
+  try {
+    alive = kiln::internal::claim_server_directory(dir, std::chrono::seconds(10));
+    kiln::internal::reap_server_directories(dir.parent_path());
+  } catch (const Error&) {
+  }
+  if (!alive) ::_exit(1);
   ::setenv("TMPDIR", dir.c_str(), 1);  // whatever NVRTC keeps in temporary files stays here
   try {
     const NvrtcLibrary& lib = nvrtc();

@@ -8,15 +8,18 @@
 // before forking share its address, and accept each other's PCH files. So the server loads
 // NVRTC, allocates the heap, and forks one child per compile; a child that finds no PCH for the
 // kernel's header prefix (nvrtc_source.h) makes one, later children use it (type_traits and
-// cuda_fp16.h: ~0.6 s -> ~0.05 s). A child that crashes or hangs takes down only its compile.
+// cuda_fp16.h: ~0.6 s -> ~0.05 s); which headers go into one, when it is used and which are
+// kept: nvrtc_pch.h. A child that crashes or hangs takes down only its compile.
 //
 // Where: <kiln cache directory>/servers/nvrtc-<id>.sock (the directory is the user's own,
 // 0700, checked like the cache), its PCH files and temporaries in nvrtc-<id>.d beside it, removed
 // when the server ends: after KILN_SERVER_IDLE seconds (default 600) without a request, when its
-// socket is removed, or on SIGTERM. <id> covers the protocol (kProtocol), the program started as
-// the server (its file: device, inode, size, modification time; from Python that is the package's
-// kiln program, not the interpreter) and the NVRTC library, so a rebuilt or upgraded kiln, another
-// venv's or another toolkit gets a server of its own.
+// socket is removed, or on SIGTERM; when it was killed, by the next server's start or the next
+// `kiln cache` command (it holds nvrtc-<id>.d.lock for its life: internal/server_directories.h).
+// <id> covers the protocol (kProtocol), the program started as the server (its file: device,
+// inode, size, modification time; from Python that is the package's kiln program, not the
+// interpreter) and the NVRTC library, so a rebuilt or upgraded kiln, another venv's or another
+// toolkit gets a server of its own.
 //
 // Never a hang: the server is a speed-up, and every way it can fail a client ends, within the
 // bounds below, in a compile in the client's own process. Stuck clients cannot starve the others:
@@ -40,6 +43,9 @@ struct NvrtcJob {
   std::string name;          // the program's name
   std::vector<std::string> options;
   bool cubin = true;  // else PTX
+  // The toolkit's include directories: what the header prefix reads there is keyed by the
+  // toolkit's identity, anything else by its content (nvrtc_pch.h).
+  std::vector<std::string> toolkit_dirs{};
 };
 
 // Compiles `job` in the server, starting it when none runs. std::nullopt when no server can be

@@ -113,13 +113,13 @@ std::string seed_nvrtc_source(std::string_view code, bool nvshmem) {
   return source + body;
 }
 
-NvrtcSource nvrtc_source(std::string_view code, bool nvshmem, int cuda_arch,
-                         std::string_view name) {
+NvrtcSource nvrtc_source(std::string_view code, bool nvshmem, int cuda_arch, std::string_view name,
+                         const ToolkitHeader& toolkit_header) {
   NvrtcSource source;
   std::string& text = source.text;
   text += kIntegerInclude;
   if (nvshmem) text += "#include <cuda/std/type_traits>\n";
-  std::vector<std::string> headers = hoistable_includes(code, cuda_arch);
+  std::vector<std::string> headers = hoistable_includes(code, cuda_arch, toolkit_header);
   for (const std::string& header : headers) text += "#include <" + header + ">\n";
   text += kMacros;
   // cuda/std/cstdint alone parses in ~20 ms: not worth a precompiled header of ~8 MB.

@@ -7,6 +7,8 @@
 #include <string>
 #include <string_view>
 
+#include "nvrtc_prefix.h"
+
 namespace kiln::cuda::internal {
 
 // The seed's layout: every preamble line, then the kernel. Kept as the reference that kiln's
@@ -24,7 +26,9 @@ struct NvrtcSource {
   // Bytes of `text` before the first declaration; 0 when it holds no header worth precompiling.
   size_t header_prefix = 0;
 };
-// `cuda_arch`: __CUDA_ARCH__ of the target (800 for sm_80), 0 when unknown.
-NvrtcSource nvrtc_source(std::string_view code, bool nvshmem, int cuda_arch, std::string_view name);
+// `cuda_arch`: __CUDA_ARCH__ of the target (800 for sm_80), 0 when unknown; `toolkit_header`:
+// which headers are the toolkit's (nvrtc_prefix.h), the only ones that may move up.
+NvrtcSource nvrtc_source(std::string_view code, bool nvshmem, int cuda_arch, std::string_view name,
+                         const ToolkitHeader& toolkit_header);
 
 }  // namespace kiln::cuda::internal

@@ -10,6 +10,9 @@
 namespace kiln::cuda::internal {
 namespace {
 
+// Every header taken to be the toolkit's: these tests are about the #if logic and the layout.
+const ToolkitHeader kAnyHeader = [](std::string_view) { return true; };
+
 size_t at(const std::string& text, const std::string& needle) {
   size_t position = text.find(needle);
   EXPECT_NE(position, std::string::npos) << needle << " missing from\n" << text;
@@ -36,9 +39,9 @@ constexpr const char* kTvmHead =
     "extern \"C\" __global__ void k(half* p) { p[0] = p[1]; }\n";
 
 TEST(NvrtcSource, TvmsHeadersMoveIntoThePrefixAndTheKernelKeepsItsLines) {
-  NvrtcSource source = nvrtc_source(kTvmHead, false, 800, "/work/k.cu");
+  NvrtcSource source = nvrtc_source(kTvmHead, false, 800, "/work/k.cu", kAnyHeader);
   std::string prefix = source.text.substr(0, source.header_prefix);
-  EXPECT_EQ(hoistable_includes(kTvmHead, 800),
+  EXPECT_EQ(hoistable_includes(kTvmHead, 800, kAnyHeader),
             (std::vector<std::string>{"cuda/std/cstdint", "cuda/std/type_traits", "cuda_fp16.h",
                                       "mma.h"}));
   EXPECT_LT(at(prefix, "#include <cuda/std/type_traits>"), at(prefix, "#include <cuda_fp16.h>"));
@@ -60,21 +63,43 @@ TEST(NvrtcSource, OnlyCertainlyCompiledIncludesOfSelfContainedHeadersMove) {
   // Under an #if NVRTC does not decide, in a branch NVRTC skips, after a configuration macro or
   // another header, or inside braces: the header stays where it is.
   EXPECT_TRUE(
-      hoistable_includes("#ifdef KILN_WIDE\n#include <cuda_bf16.h>\n#endif\n", 800).empty());
-  EXPECT_TRUE(
-      hoistable_includes("#ifndef __CUDACC_RTC__\n#include <cuda_bf16.h>\n#endif\n", 800).empty());
-  EXPECT_TRUE(
-      hoistable_includes("#define __CUDA_NO_HALF_OPERATORS__\n#include <cuda_fp16.h>\n", 800)
+      hoistable_includes("#ifdef KILN_WIDE\n#include <cuda_bf16.h>\n#endif\n", 800, kAnyHeader)
           .empty());
-  EXPECT_TRUE(hoistable_includes("#include \"mine.h\"\n#include <cuda_fp16.h>\n", 800).empty());
-  EXPECT_TRUE(hoistable_includes("namespace a {\n#include <cuda_fp16.h>\n}\n", 800).empty());
-  EXPECT_TRUE(hoistable_includes("#include <stdio.h>\n#include <cuda_fp16.h>\n", 800).empty());
+  EXPECT_TRUE(hoistable_includes("#ifndef __CUDACC_RTC__\n#include <cuda_bf16.h>\n#endif\n", 800,
+                                 kAnyHeader)
+                  .empty());
+  EXPECT_TRUE(hoistable_includes("#define __CUDA_NO_HALF_OPERATORS__\n#include <cuda_fp16.h>\n",
+                                 800, kAnyHeader)
+                  .empty());
   EXPECT_TRUE(
-      hoistable_includes("#if __CUDA_ARCH__ >= 900\n#include <cuda_fp8.h>\n#endif\n", 800).empty());
-  EXPECT_EQ(hoistable_includes("#if __CUDA_ARCH__ >= 900\n#include <cuda_fp8.h>\n#endif\n", 900),
+      hoistable_includes("#include \"mine.h\"\n#include <cuda_fp16.h>\n", 800, kAnyHeader).empty());
+  EXPECT_TRUE(
+      hoistable_includes("namespace a {\n#include <cuda_fp16.h>\n}\n", 800, kAnyHeader).empty());
+  EXPECT_TRUE(
+      hoistable_includes("#include <stdio.h>\n#include <cuda_fp16.h>\n", 800, kAnyHeader).empty());
+  EXPECT_TRUE(hoistable_includes("#if __CUDA_ARCH__ >= 900\n#include <cuda_fp8.h>\n#endif\n", 800,
+                                 kAnyHeader)
+                  .empty());
+  EXPECT_EQ(hoistable_includes("#if __CUDA_ARCH__ >= 900\n#include <cuda_fp8.h>\n#endif\n", 900,
+                               kAnyHeader),
             std::vector<std::string>{"cuda_fp8.h"});
-  EXPECT_EQ(hoistable_includes("/* { */ // {\nconst char* s = \"{\";\n#include <mma.h>\n", 800),
+  EXPECT_EQ(hoistable_includes("/* { */ // {\nconst char* s = \"{\";\n#include <mma.h>\n", 800,
+                               kAnyHeader),
             std::vector<std::string>{"mma.h"});
+}
+
+TEST(NvrtcSource, OnlyTheToolkitsHeadersMove) {
+  // A user's cuda/x.h stays where the kernel has it, and so does every header after it.
+  auto toolkit = [](std::string_view header) { return header != "cuda/x.h"; };
+  EXPECT_EQ(hoistable_includes("#include <cuda_fp16.h>\n#include <cuda/x.h>\n#include <mma.h>\n",
+                               800, toolkit),
+            std::vector<std::string>{"cuda_fp16.h"});
+  NvrtcSource source =
+      nvrtc_source("#include <cuda/x.h>\n#include <cuda_fp16.h>\n", false, 800, "k.cu", toolkit);
+  EXPECT_EQ(source.header_prefix, 0u) << "cuda/std/cstdint alone is not worth a PCH";
+  EXPECT_EQ(source.text.find("#include <cuda/x.h>"), source.text.find("#line 1") + 15)
+      << "included once, by the kernel:\n"
+      << source.text;
 }
 
 TEST(NvrtcSource, ConditionsAreDecidedOnlyByWhatNvrtcDefines) {
@@ -92,19 +117,21 @@ TEST(NvrtcSource, ConditionsAreDecidedOnlyByWhatNvrtcDefines) {
 TEST(NvrtcSource, TensorMapIsTvmsTagAndTypedefAndNvshmemGetsItsTraits) {
   NvrtcSource source =
       nvrtc_source("#include <cuda/barrier>\n__global__ void k(CUtensorMap m) {}\n", true, 900,
-                   "tvm_kernels.cu");
+                   "tvm_kernels.cu", kAnyHeader);
   std::string prefix = source.text.substr(0, source.header_prefix);
   EXPECT_LT(at(prefix, "#include <cuda/std/type_traits>"), at(prefix, "#include <cuda/barrier>"));
   EXPECT_LT(at(source.text, "using cuda::std::is_integral;"),
             at(source.text, "struct alignas(64) CUtensorMap_st"));
   EXPECT_LT(at(source.text, "typedef struct CUtensorMap_st CUtensorMap;"),
             at(source.text, "#line 1 \"tvm_kernels.cu\""));
-  EXPECT_EQ(nvrtc_source("__global__ void k() {}\n", false, 800, "k.cu").text.find("CUtensorMap"),
+  EXPECT_EQ(nvrtc_source("__global__ void k() {}\n", false, 800, "k.cu", kAnyHeader)
+                .text.find("CUtensorMap"),
             std::string::npos);
 }
 
 TEST(NvrtcSource, LineNamesAreQuoted) {
-  NvrtcSource source = nvrtc_source("__global__ void k() {}\n", false, 800, "/a \"b\"\\c\n.cu");
+  NvrtcSource source =
+      nvrtc_source("__global__ void k() {}\n", false, 800, "/a \"b\"\\c\n.cu", kAnyHeader);
   EXPECT_NE(source.text.find("#line 1 \"/a \\\"b\\\"\\\\c\\012.cu\"\n"), std::string::npos)
       << source.text;
 }
