@@ -52,6 +52,15 @@ using Value = nlohmann::json;
 
 namespace pool {
 
+// The most that one message between a pool's parent and a worker may take, encoded (CBOR): a
+// call's task name and arguments, or its result. Arguments over it fail send() or the call with
+// kiln::InvalidArgument; a result over it fails the call with a kiln::TaskError of type
+// "kiln::InvalidArgument" naming the size and the limit, and the worker stays. Both sides hold a
+// whole message in memory, the parent of a Python pool about four copies of it at once; real
+// payloads are far smaller (a MetaSchedule build's arguments and results: kilobytes; a large
+// compiled kernel: a few MB), so a larger value is better passed as a file.
+inline constexpr std::size_t kMaxMessageBytes = std::size_t{256} << 20;
+
 // A task receives its argument by value, moved out of the request: a task that takes `Value`
 // (rather than `const Value&`) can keep or return it without copying, which matters for large
 // byte strings.
@@ -71,6 +80,15 @@ void serve_if_worker(int argc, char** argv);
 // calls exit()); otherwise returns std::nullopt at once. Like a re-executed worker it dies with
 // its parent (PR_SET_PDEATHSIG, and a watch on the request pipe).
 std::optional<int> serve_worker(const std::vector<std::string>& args);
+
+// Called by a task in a worker that is about to end the worker's process with exit status
+// `code` (a Python task's sys.exit, as tvm.testing.terminate_self does): tells the parent now,
+// so that the call fails with ChildProcessError ("exited with code N") at once, however long the
+// process then takes to end (tens of milliseconds for one that loaded TVM) and whatever its
+// deadline. The parent then kills the worker's process group; the caller ends the process at
+// once, and nothing is answered after this. Outside a worker, and in a process that the worker
+// forked, does nothing.
+void task_ends_process(int code) noexcept;
 
 // Called by a task in a worker: its preparation (a Python worker unpickling the function it is
 // to run, which may import modules) is over, and its deadline counts from now. Matters only to
@@ -140,6 +158,10 @@ class Worker {
             std::optional<std::chrono::milliseconds> timeout = std::nullopt);
   // The result of the call sent last; throws as described above (InvalidState if none).
   Value recv();
+  // Waits up to `timeout` for the call sent last to end; true when recv() will return (or throw)
+  // without waiting. Lets a caller wait in slices, e.g. to look for signals in between (Python's
+  // Ctrl-C); the call's own deadline is enforced however it is waited for.
+  bool wait_for(std::chrono::milliseconds timeout);
   // send() then recv().
   Value call(std::string_view task, const Value& args,
              std::optional<std::chrono::milliseconds> timeout = std::nullopt);

@@ -6,13 +6,19 @@
 //   ("ok", pickled result)
 //   ("exception", pickled exception or b"", type name, message)   the task raised
 //   ("timeout" | "died" | "cancelled" | "error", message)         the pool's own errors
-// The GIL is released wherever a call may wait: starting a worker, waiting for answers, shutdown.
+// ("died": the worker ended, or broke the protocol and was killed)
+// The GIL is released wherever a call may wait: starting a worker, waiting for answers, shutdown;
+// recv() and join() wait in slices and look for signals in between, so Ctrl-C interrupts them.
 #include <pybind11/functional.h>
 #include <pybind11/stl.h>
 
+#include <unistd.h>
+
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <deque>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -58,6 +64,8 @@ End end_of(const Executor::Result& result) {
     return {"timeout", {}, {}, e.what()};
   } catch (const ChildProcessError& e) {
     return {"died", {}, {}, e.what()};
+  } catch (const ProtocolError& e) {  // the worker wrote garbage and was killed: a crash
+    return {"died", {}, {}, e.what()};
   } catch (const Cancelled& e) {
     return {"cancelled", {}, {}, e.what()};
   } catch (const std::exception& e) {
@@ -93,12 +101,21 @@ WorkerOptions worker_options(const py::kwargs& kw) {
 }
 
 // An Executor whose calls end into a queue that Python's collector thread drains. The queue is
-// declared first so that it outlives the executor, whose destructor may still end calls.
+// declared first so that it outlives the executor, whose destructor may still end calls. In a
+// process forked from the one that made it, none of it is touched: a collector thread of the
+// parent's may have been waiting on the condition variable at the fork (destroying it would then
+// wait forever), and the executor is the parent's (pool::Executor says what it does there).
 class PyExecutor {
  public:
   PyExecutor(int workers, std::optional<long long> timeout_ms, WorkerOptions options)
-      : executor_(
-            {.workers = workers, .timeout = millis(timeout_ms), .worker = std::move(options)}) {}
+      : shared_(std::make_unique<Shared>(workers, timeout_ms, std::move(options))) {}
+  ~PyExecutor() {
+    if (forked()) {
+      [[maybe_unused]] Shared* left = shared_.release();
+    }
+  }
+  PyExecutor(const PyExecutor&) = delete;
+  PyExecutor& operator=(const PyExecutor&) = delete;
 
   void submit(std::size_t first, const std::vector<py::bytes>& payloads) {
     std::vector<Value> items;
@@ -107,25 +124,27 @@ class PyExecutor {
     // With the GIL held: queueing never waits for long (the dispatcher holds the queue's lock
     // for moments and never takes the GIL), and letting the collector thread have the GIL for
     // each submit would make it bounce between the threads.
-    executor_.submit_each(kTask, std::move(items),
-                          [this, first](std::size_t index, Executor::Result result) {
-                            {
-                              std::lock_guard lock(mutex_);
-                              ended_.emplace_back(first + index, std::move(result));
-                            }
-                            wake_.notify_one();
-                          });
+    Shared* shared = shared_.get();
+    shared->executor.submit_each(kTask, std::move(items),
+                                 [shared, first](std::size_t index, Executor::Result result) {
+                                   {
+                                     std::lock_guard lock(shared->mutex);
+                                     shared->ended.emplace_back(first + index, std::move(result));
+                                   }
+                                   shared->wake.notify_one();
+                                 });
   }
 
   // Every call that ended since the last collect(), waiting for one; empty once closed.
   py::list collect() {
+    Shared& s = *shared_;
     std::vector<std::pair<std::size_t, End>> ends;
     {
       py::gil_scoped_release release;
-      std::unique_lock lock(mutex_);
-      wake_.wait(lock, [this] { return !ended_.empty() || closed_; });
+      std::unique_lock lock(s.mutex);
+      s.wake.wait(lock, [&s] { return !s.ended.empty() || s.closed; });
       std::deque<std::pair<std::size_t, Executor::Result>> taken;
-      taken.swap(ended_);
+      taken.swap(s.ended);
       lock.unlock();
       for (auto& [index, result] : taken) ends.emplace_back(index, end_of(result));
     }
@@ -137,22 +156,85 @@ class PyExecutor {
   }
 
   void shutdown(bool wait) {
+    if (forked()) return;  // the parent's pool
+    Shared& s = *shared_;
     {
       py::gil_scoped_release release;
-      executor_.shutdown(wait);
+      s.executor.shutdown(wait);
     }
-    std::lock_guard lock(mutex_);
-    closed_ = true;
-    wake_.notify_all();
+    std::lock_guard lock(s.mutex);
+    s.closed = true;
+    s.wake.notify_all();
   }
 
  private:
-  std::mutex mutex_;
-  std::condition_variable wake_;
-  std::deque<std::pair<std::size_t, Executor::Result>> ended_;
-  bool closed_ = false;
-  Executor executor_;
+  struct Shared {
+    Shared(int workers, std::optional<long long> timeout_ms, WorkerOptions options)
+        : executor(
+              {.workers = workers, .timeout = millis(timeout_ms), .worker = std::move(options)}) {}
+    std::mutex mutex;
+    std::condition_variable wake;
+    std::deque<std::pair<std::size_t, Executor::Result>> ended;
+    bool closed = false;
+    Executor executor;
+  };
+
+  bool forked() const noexcept { return owner_ != ::getpid(); }
+
+  pid_t owner_ = ::getpid();
+  std::unique_ptr<Shared> shared_;
 };
+
+// How long a wait runs with the GIL released before Python looks for signals (Ctrl-C).
+constexpr std::chrono::milliseconds kSignalSlice{50};
+
+// Raises what a Python signal handler raised (KeyboardInterrupt for Ctrl-C), if one ran.
+void check_signals() {
+  if (PyErr_CheckSignals() != 0) throw py::error_already_set();
+}
+
+// PoolWorker.recv(): waits in slices, so that Ctrl-C interrupts it at once; the call stays in
+// flight (recv() again, or kill()).
+py::tuple worker_recv(Worker& w) {
+  for (;;) {
+    bool ended = false;
+    {
+      py::gil_scoped_release release;
+      ended = w.wait_for(kSignalSlice);
+    }
+    if (ended) break;
+    check_signals();
+  }
+  End end;
+  {
+    py::gil_scoped_release release;
+    end = end_of([&w] { return w.recv(); });
+  }
+  return tuple_of(end);
+}
+
+// PoolWorker.join(timeout_ms): the same, without a limit when none is given.
+void worker_join(Worker& w, std::optional<double> timeout_ms) {
+  using Clock = std::chrono::steady_clock;
+  std::optional<Clock::time_point> deadline;
+  if (timeout_ms) {
+    deadline = Clock::now() + std::chrono::milliseconds(static_cast<long long>(*timeout_ms));
+  }
+  for (;;) {
+    auto slice = kSignalSlice;
+    if (deadline) {
+      auto left = std::chrono::ceil<std::chrono::milliseconds>(*deadline - Clock::now());
+      slice = std::clamp(left, std::chrono::milliseconds(0), slice);
+    }
+    bool exited = false;
+    {
+      py::gil_scoped_release release;
+      exited = w.join(slice);
+    }
+    if (exited || (deadline && Clock::now() >= *deadline)) return;
+    check_signals();
+  }
+}
 
 void bind_worker(py::module_& m) {
   py::class_<Worker>(m, "PoolWorker")
@@ -163,26 +245,10 @@ void bind_worker(py::module_& m) {
              py::gil_scoped_release release;
              w.send(kTask, args, millis(timeout_ms));
            })
-      .def("recv",
-           [](Worker& w) {
-             End end;
-             {
-               py::gil_scoped_release release;
-               end = end_of([&w] { return w.recv(); });
-             }
-             return tuple_of(end);
-           })
+      .def("recv", &worker_recv)
       .def("kill", &Worker::kill, py::call_guard<py::gil_scoped_release>())
       .def("is_alive", &Worker::is_alive, py::call_guard<py::gil_scoped_release>())
-      .def(
-          "join",
-          [](Worker& w, std::optional<double> timeout_ms) {
-            // No limit: a day at a time, which the clock always holds.
-            auto limit = std::chrono::milliseconds(static_cast<long long>(timeout_ms.value_or(0)));
-            while (!w.join(timeout_ms ? limit : std::chrono::hours(24)) && !timeout_ms) {
-            }
-          },
-          py::arg("timeout_ms"), py::call_guard<py::gil_scoped_release>())
+      .def("join", &worker_join, py::arg("timeout_ms"))
       .def_property_readonly("pid", &Worker::pid);
 }
 
@@ -224,6 +290,8 @@ void bind_pool(py::module_& m) {
   bind_executor(m);
   m.def("serve_pool_worker", &serve_pool_worker, py::arg("args"), py::arg("handler"));
   m.def("task_begins", &kiln::pool::task_begins);
+  m.def("task_ends_process", &kiln::pool::task_ends_process, py::arg("code"));
+  m.attr("max_message_bytes") = kiln::pool::kMaxMessageBytes;
   m.def(
       "kill_child_processes", [](pid_t pid) { return kiln::kill_child_processes(pid); },
       py::arg("pid"), py::call_guard<py::gil_scoped_release>());

@@ -15,6 +15,8 @@
 #include <mutex>
 #include <thread>
 
+#include <fmt/format.h>
+
 #include "internal/fd.h"
 #include "kiln/error.h"
 #include "kiln/pool.h"
@@ -111,6 +113,9 @@ struct Executor::State {
   };
 
   ExecutorOptions options;
+  // The process that made the pool. A process forked from it has a copy of this State, but not
+  // the dispatcher thread, and maybe a lock that another thread held at the fork.
+  pid_t owner = ::getpid();
   std::mutex mutex;  // guards queue, stopping, abandon
   std::deque<Job> queue;
   bool stopping = false;      // no new submissions; the loop ends when the work is done
@@ -120,9 +125,15 @@ struct Executor::State {
   std::thread dispatcher;
   // Owned by the dispatcher thread once it runs.
   std::vector<Slot> slots;
+  // What an entry of poll_fds (after the first, the wake-up) is for.
+  enum class Watch { dying, answers, requests, exit };
   std::vector<pollfd> poll_fds;
-  std::vector<std::size_t> poll_slots;  // the slot of each entry of poll_fds after the first
-  std::vector<std::size_t> depth;       // take_work's per-slot limit, reused
+  std::vector<std::pair<std::size_t, Watch>> poll_slots;  // the slot and use of each entry
+  std::vector<std::size_t> depth;                         // take_work's per-slot limit, reused
+
+  bool forked() const noexcept { return owner != ::getpid(); }
+  // Adds what to poll for `slot` (index i); returns when it must be looked at next at the latest.
+  std::optional<Clock::time_point> watch(std::size_t i);
 
   // Queues the jobs of one batch under one lock with one wake-up.
   void enqueue(std::vector<Job> jobs);
@@ -201,7 +212,7 @@ bool Executor::State::abandon_all() {
   for (Job& job : queue) settle(job, shut);
   queue.clear();
   for (Slot& slot : slots) {
-    slot.process->stop();
+    slot.process->stop(false);  // reaped when the loop ends
     for (Job& job : slot.jobs) settle(job, shut);
     slot.jobs.clear();
   }
@@ -228,50 +239,73 @@ void Executor::State::settle_ended(Slot& slot, std::size_t dropped_count) {
   }
 }
 
+std::optional<Clock::time_point> Executor::State::watch(std::size_t i) {
+  internal::WorkerProcess& process = *slots[i].process;
+  std::optional<Clock::time_point> next;
+  // Without a pidfd a process's death is looked for every so often.
+  auto soon = [&next](std::chrono::milliseconds after) {
+    auto t = Clock::now() + after;
+    if (!next || t < *next) next = t;
+  };
+  for (const internal::Child& dying : process.dying()) {  // wake when it has died, to reap it
+    if (dying.exit_fd() < 0) {
+      soon(std::chrono::milliseconds(1));
+      continue;
+    }
+    poll_fds.push_back({dying.exit_fd(), POLLIN, 0});
+    poll_slots.emplace_back(i, Watch::dying);
+  }
+  if (slots[i].jobs.empty()) return next;
+  if (process.response_fd() >= 0) {
+    poll_fds.push_back({process.response_fd(), POLLIN, 0});
+    poll_slots.emplace_back(i, Watch::answers);
+  }
+  if (process.wants_to_write()) {
+    poll_fds.push_back({process.request_fd(), POLLOUT, 0});
+    poll_slots.emplace_back(i, Watch::requests);
+  }
+  // Its death, too: a grandchild holding the answer pipe would hide it from the pipe.
+  if (process.exit_fd() >= 0) {
+    poll_fds.push_back({process.exit_fd(), POLLIN, 0});
+    poll_slots.emplace_back(i, Watch::exit);
+  } else if (process.child() != nullptr) {
+    soon(std::chrono::milliseconds(50));
+  }
+  if (auto d = process.deadline(); d && (!next || *d < *next)) next = d;
+  return next;
+}
+
 void Executor::State::wait_for_events() {
-  std::vector<pollfd>& fds = poll_fds;  // reused: no allocation per round
-  fds.assign(1, {wake.get(), POLLIN, 0});
+  poll_fds.assign(1, {wake.get(), POLLIN, 0});  // reused: no allocation per round
   poll_slots.clear();
   std::optional<Clock::time_point> soonest;
   for (std::size_t i = 0; i < slots.size(); ++i) {
-    internal::WorkerProcess& process = *slots[i].process;
-    if (process.has_dying()) {  // wake when it has died, to reap it
-      if (process.dying_fd() >= 0) {
-        fds.push_back({process.dying_fd(), POLLIN, 0});
-        poll_slots.push_back(i);
-      } else {
-        auto soon = Clock::now() + std::chrono::milliseconds(1);
-        if (!soonest || soon < *soonest) soonest = soon;
-      }
-    }
-    if (slots[i].jobs.empty()) continue;
-    short events = POLLIN;
-    fds.push_back({process.response_fd(), events, 0});
-    poll_slots.push_back(i);
-    if (process.wants_to_write()) {
-      fds.push_back({process.request_fd(), POLLOUT, 0});
-      poll_slots.push_back(i);
-    }
-    if (auto d = process.deadline(); d && (!soonest || *d < *soonest)) soonest = d;
+    std::optional<Clock::time_point> next = watch(i);
+    if (next && (!soonest || *next < *soonest)) soonest = next;
   }
-  internal::poll_until(fds.data(), fds.size(), soonest);
-  if (fds[0].revents != 0) {
+  internal::poll_until(poll_fds.data(), poll_fds.size(), soonest);
+  if (poll_fds[0].revents != 0) {
     std::uint64_t count = 0;
     [[maybe_unused]] ssize_t n = ::read(wake.get(), &count, sizeof count);
   }
-  for (std::size_t k = 1; k < fds.size(); ++k) {
-    if (fds[k].revents == 0) continue;
-    Slot& slot = slots[poll_slots[k - 1]];
-    if (fds[k].fd == slot.process->dying_fd()) continue;  // reaped below
-    if (fds[k].events == POLLOUT) {
+  // In order: a slot's answers are read before its death is reported.
+  for (std::size_t k = 1; k < poll_fds.size(); ++k) {
+    if (poll_fds[k].revents == 0) continue;
+    auto [i, use] = poll_slots[k - 1];
+    Slot& slot = slots[i];
+    if (use == Watch::requests) {
       if (slot.process->wants_to_write()) slot.process->flush();
-    } else if (!slot.jobs.empty()) {
+    } else if (use == Watch::answers && !slot.jobs.empty()) {
       settle_ended(slot, slot.process->read_available(ended_for(slot)));
+    } else if (use == Watch::exit && !slot.jobs.empty()) {
+      settle_ended(slot, slot.process->on_exit(ended_for(slot)));
     }
   }
   auto now = Clock::now();
   for (Slot& slot : slots) {
-    slot.process->reap_dying(false);  // a worker killed for a timeout, once it has died
+    slot.process->reap_dying(false);  // the workers killed earlier, once they have died
+    if (slot.jobs.empty()) continue;
+    if (slot.process->exit_fd() < 0) settle_ended(slot, slot.process->on_exit(ended_for(slot)));
     if (slot.jobs.empty()) continue;
     settle_ended(slot, slot.process->expire_if_overdue(now, ended_for(slot)));
   }
@@ -292,17 +326,31 @@ Executor::Executor(ExecutorOptions options) : state_(std::make_unique<State>()) 
                   ? s.options.workers
                   : static_cast<int>(std::max(1U, std::thread::hardware_concurrency()));
   s.slots.resize(static_cast<std::size_t>(count));
-  for (State::Slot& slot : s.slots) {
-    slot.process = std::make_unique<internal::WorkerProcess>(s.options.worker);
+  for (State::Slot& slot : s.slots) {  // the dispatcher never waits for a process to die
+    slot.process = std::make_unique<internal::WorkerProcess>(s.options.worker, true);
   }
   s.wake.reset(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
   if (!s.wake) throw SystemError("eventfd", errno);
   s.dispatcher = std::thread([&s] { s.loop(); });
 }
 
-Executor::~Executor() { shutdown(false); }
+Executor::~Executor() {
+  if (state_ && state_->forked()) {
+    // The parent's: its thread is not here to join, its locks and condition variables may be
+    // held or waited on, its workers are not this process's to kill. Left as it is.
+    [[maybe_unused]] State* left = state_.release();
+    return;
+  }
+  shutdown(false);
+}
 
 void Executor::State::enqueue(std::vector<Job> jobs) {
+  if (forked()) {
+    throw InvalidState(fmt::format(
+        "submit: this pool was made by process {}, and a process forked from it cannot use it "
+        "(its dispatcher thread is not copied by fork); make a new pool in this process",
+        owner));
+  }
   bool was_empty = false;
   {
     std::lock_guard lock(mutex);
@@ -369,6 +417,7 @@ std::vector<MapResult> Executor::map_with_error_catching(const std::string& task
 
 void Executor::shutdown(bool wait) {
   State& s = *state_;
+  if (s.forked()) return;  // the parent's pool: nothing of it is this process's to stop
   {
     // Before the serializing lock: a shutdown(false) cuts short a shutdown(true) that another
     // thread is waiting in.

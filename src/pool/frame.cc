@@ -99,6 +99,14 @@ void Outbox::append_error(std::string_view type, std::string_view message,
   });
 }
 
+void Outbox::append_exit_notice(int code) {
+  append_framed(kMaxFrameBytes, false, [&] {
+    cbor::append_array_head(bytes_, 2);
+    cbor::append(bytes_, nlohmann::json(nullptr));
+    cbor::append(bytes_, nlohmann::json(code));
+  });
+}
+
 long Outbox::write_some(int fd, bool guard_sigpipe) {
   // The stream is bytes_ with each ref's contents inserted before bytes_[ref.at]: walk its
   // pieces, skip what was sent, and hand the next ones to writev.

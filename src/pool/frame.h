@@ -14,11 +14,12 @@
 #include <nlohmann/json.hpp>
 
 #include "cbor.h"
+#include "kiln/pool.h"
 
 namespace kiln::internal {
 
 // Frames larger than this are refused on both sides: a peer that announces more is broken.
-inline constexpr std::uint32_t kMaxFrameBytes = std::uint32_t{256} << 20;
+inline constexpr auto kMaxFrameBytes = static_cast<std::uint32_t>(pool::kMaxMessageBytes);
 
 // Appends the frame for `value` to `out`. Throws InvalidArgument, leaving `out` as it was, when
 // the encoding exceeds `max_bytes`.
@@ -41,6 +42,8 @@ class Outbox {
   // `details`: kiln::TaskError's bytes, sent when not empty. Throws InvalidArgument when the
   // frame would exceed the limit.
   void append_error(std::string_view type, std::string_view message, std::string_view details = {});
+  // The worker's exit notice: its task is ending the process with exit status `code`.
+  void append_exit_notice(int code);
 
   bool empty() const noexcept { return sent_ == bytes_.size() + referenced_; }
   // One writev(2) of what is unsent. Returns its result: bytes written, or -1 with errno set

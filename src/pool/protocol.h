@@ -5,6 +5,8 @@
 //   request: [task name, args]            (an initializer is a request like any other)
 //   answer:  [true, result]  or  [false, exception type name, message]  or
 //            [false, exception type name, message, details (a byte string: kiln::TaskError's)]
+//   exit notice: [null, exit status]: the call's task is ending the worker's process
+//            (pool::task_ends_process); nothing follows it, and the parent kills the worker.
 // A worker's first frame, before any request, is [true, "ready"]. The parent may send several
 // requests before the first answer arrives; the worker answers them in order, each as soon as
 // it is done.

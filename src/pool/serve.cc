@@ -61,6 +61,18 @@ bool write_all(int fd, internal::Outbox& out) {
   return true;
 }
 
+// This process, once it serves as a worker (0 before): a process a task forks is a copy of the
+// worker, with its descriptors, but must never speak for it.
+std::atomic<pid_t> worker_pid{0};
+// One frame at a time on the answer pipe: the serve loop's answers, and an exit notice that
+// another thread of a task may send (task_ends_process).
+std::mutex answer_mutex;
+
+bool write_answer(internal::Outbox& out) {
+  std::lock_guard lock(answer_mutex);
+  return write_all(internal::kResponseFd, out);
+}
+
 // Answers one request: runs its task and writes the answer. Throws ProtocolError for a request
 // that is not [task name, args] (the parent is broken, and the worker exits). Returns false when
 // the parent is gone.
@@ -80,12 +92,17 @@ bool answer(Value request, internal::Outbox& out) {
     out.append_error(
         "kiln::InvalidArgument",
         fmt::format("unknown task '{}': this program registers no task by that name", task));
-    return write_all(internal::kResponseFd, out);
+    return write_answer(out);
   }
   Value result;
   try {
     result = fn(std::move(request[1]));
-    out.append_answer(result, true);  // written below, while `result` lives
+    try {
+      out.append_answer(result, true);    // written below, while `result` lives
+    } catch (const InvalidArgument& e) {  // past the frame limit: the call fails, the worker stays
+      out.append_error("kiln::InvalidArgument",
+                       fmt::format("the result of task '{}' cannot be sent: {}", task, e.what()));
+    }
   } catch (const TaskError& e) {
     try {
       out.append_error(e.type_name(), e.message(), e.details());
@@ -97,7 +114,8 @@ bool answer(Value request, internal::Outbox& out) {
   } catch (...) {
     out.append_error("unknown", "the task threw something that is not a std::exception");
   }
-  return write_all(internal::kResponseFd, out);
+  if (::getpid() != worker_pid.load()) std::_Exit(0);  // a copy the task forked returned here
+  return write_answer(out);
 }
 
 // Exits the worker as soon as the parent's end of the request pipe is gone, even while a task
@@ -166,6 +184,7 @@ int serve() {
 // malloc may be tuned for the pool's buffers; a Python worker's heap is Python's.
 int serve_as_worker(const char* parent_pid, bool own_heap) {
   pid_t parent = static_cast<pid_t>(std::atol(parent_pid));
+  worker_pid.store(::getpid());
   (void)::prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (::getppid() != parent) return 1;  // the parent died before the line above took effect
   // Whatever a task starts must not inherit the protocol's descriptors.
@@ -175,7 +194,7 @@ int serve_as_worker(const char* parent_pid, bool own_heap) {
   // Tell the parent this program really is a worker, loaded and ready: its deadlines start now.
   internal::Outbox ready;
   ready.append_answer("ready", false);
-  if (!write_all(internal::kResponseFd, ready)) return 1;
+  if (!write_answer(ready)) return 1;
   watch_for_hangup();  // after "ready": starting a thread need not delay it
   if (own_heap) keep_freed_memory_while_busy();
   try {
@@ -240,5 +259,17 @@ std::optional<int> serve_worker(const std::vector<std::string>& args) {
 }
 
 void task_begins() noexcept { board.post(current_request.load(std::memory_order_relaxed)); }
+
+void task_ends_process(int code) noexcept {
+  if (worker_pid.load() == 0 || ::getpid() != worker_pid.load()) return;
+  // Taken for good: nothing may follow the notice (the caller ends the process).
+  answer_mutex.lock();  // NOLINT(clang-analyzer-cplusplus.*): never unlocked, on purpose
+  try {
+    internal::Outbox notice;
+    notice.append_exit_notice(code & 0xff);  // the status the parent would see
+    (void)write_all(internal::kResponseFd, notice);
+  } catch (...) {  // out of memory: the parent will see the process end instead
+  }
+}
 
 }  // namespace kiln::pool

@@ -4,6 +4,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <condition_variable>
 #include <deque>
 #include <future>
@@ -27,24 +28,44 @@ namespace {
 
 // Starts every worker from one thread that lives as long as the process: PR_SET_PDEATHSIG fires
 // when the thread that started a child exits, so a worker started from a short-lived thread
-// would otherwise be killed with that thread.
+// would otherwise be killed with that thread. One per process: fork() copies only the thread
+// that calls it, so a forked child has its parent's Spawner but not its thread (and maybe a
+// lock another thread held at the fork); it makes its own and leaves the copy untouched.
 class Spawner {
  public:
   static Child spawn(const SpawnSpec& spec) {
-    static Spawner* instance =
-        new Spawner;  // NOLINT(cppcoreguidelines-owning-memory): lives forever
+    Spawner& spawner = of_this_process();
     std::packaged_task<Child()> job([&spec] { return Child::spawn(spec); });
     std::future<Child> result = job.get_future();
     {
-      std::lock_guard lock(instance->mutex_);
-      instance->jobs_.push_back(std::move(job));
+      std::lock_guard lock(spawner.mutex_);
+      spawner.jobs_.push_back(std::move(job));
     }
-    instance->wake_.notify_one();
+    spawner.wake_.notify_one();
     return result.get();
   }
 
  private:
-  Spawner() {
+  explicit Spawner(pid_t owner) : owner_(owner) {}
+
+  // Without a lock: one that a thread of the parent held at the fork would stay held here.
+  static Spawner& of_this_process() {
+    static std::atomic<Spawner*> current{nullptr};
+    pid_t self = ::getpid();
+    Spawner* spawner = current.load(std::memory_order_acquire);
+    while (spawner == nullptr || spawner->owner_ != self) {
+      // NOLINTNEXTLINE(cppcoreguidelines-owning-memory): lives as long as the process
+      auto* fresh = new Spawner(self);
+      if (current.compare_exchange_strong(spawner, fresh, std::memory_order_acq_rel)) {
+        fresh->start();  // the parent's copy is never touched again
+        return *fresh;
+      }
+      delete fresh;  // NOLINT(cppcoreguidelines-owning-memory): another thread's won
+    }
+    return *spawner;
+  }
+
+  void start() {
     std::thread([this] {
       for (;;) {
         std::unique_lock lock(mutex_);
@@ -57,6 +78,7 @@ class Spawner {
     }).detach();
   }
 
+  const pid_t owner_;
   std::mutex mutex_;
   std::condition_variable wake_;
   std::deque<std::packaged_task<Child()>> jobs_;
@@ -67,6 +89,15 @@ constexpr const char* kStartHint =
     "does the program's main() call kiln::pool::serve_if_worker() first?";
 // An idle worker's outbox keeps at most this much memory.
 constexpr std::size_t kKeptCapacity = std::size_t{256} * 1024;
+// How long a worker whose answer pipe ended may take to exit before it is killed as mute: an
+// exiting process closes its descriptors a moment before it can be waited for.
+constexpr std::chrono::milliseconds kHangUpGrace{500};
+// At most this many killed processes are left to die in the background per worker.
+constexpr std::size_t kMaxDying = 8;
+// A worker that exited is read from at most this many times more.
+constexpr int kExitReads = 64;
+// Where the kernel has no pidfd, how often a waiting Worker looks whether its worker exited.
+constexpr std::chrono::milliseconds kExitCheck{50};
 
 // The outcome of a well-formed error answer, [false, type, message (, details)].
 Outcome task_error(Value& answer) {
@@ -112,7 +143,7 @@ void set_program(const pool::WorkerOptions& options, SpawnSpec& spec) {
 }  // namespace
 
 void WorkerProcess::start() {
-  reap_dying(true);
+  reap_dying(!reap_in_background_);
   Pipe to_worker = make_pipe();
   Pipe from_worker = make_pipe();
   UniqueFd output = open_output(options_);
@@ -132,6 +163,7 @@ void WorkerProcess::start() {
   set_nonblocking(responses_.get());
   board_ = std::move(board);
   decoder_ = FrameDecoder();
+  hang_up_deadline_.reset();
   uses_ = 0;
   requests_sent_ = 0;
   // The worker's "ready" is awaited like an answer: loading a large program can take longer than
@@ -152,13 +184,17 @@ void WorkerProcess::start() {
 void WorkerProcess::stop(bool reap_now) noexcept {
   if (child_ && reap_now) child_->terminate_group(std::chrono::milliseconds(0));
   if (child_ && !reap_now) {
-    reap_dying(true);  // at most one left dying
     child_->signal_group(SIGKILL);
-    dying_ = std::move(child_);
+    if (dying_.size() >= kMaxDying) {  // a bound on what is left to the kernel (and on pidfds)
+      dying_.front().terminate_group(std::chrono::milliseconds(0));
+      dying_.erase(dying_.begin());
+    }
+    dying_.push_back(std::move(*child_));
   }
   child_.reset();
   board_ = BeginBoard();
   preparation_deadline_.reset();
+  hang_up_deadline_.reset();
   requests_.reset();
   responses_.reset();
   outbox_.clear();
@@ -168,12 +204,22 @@ void WorkerProcess::stop(bool reap_now) noexcept {
 }
 
 void WorkerProcess::reap_dying(bool block) noexcept {
-  if (!dying_) return;
-  try {
-    if (block || dying_->has_exited()) dying_.reset();  // ~Child reaps (the group is killed)
-  } catch (...) {
-    dying_.reset();
-  }
+  std::erase_if(dying_, [block](Child& dying) {
+    try {
+      if (!block && !dying.has_exited()) return false;
+    } catch (...) {  // not waitable: nothing left to wait for
+    }
+    dying.terminate_group(std::chrono::milliseconds(0));  // its group is killed, it is reaped
+    return true;
+  });
+}
+
+void WorkerProcess::leave_parents_process() noexcept {
+  if (owner_ == ::getpid()) return;
+  owner_ = ::getpid();
+  stop();  // the parent's children are not ours: Child forgets them without a signal
+  dying_.clear();
+  typical_call_time_.reset();
 }
 
 bool WorkerProcess::accepts_call() const noexcept {
@@ -186,10 +232,15 @@ void WorkerProcess::send(std::string_view task, const Value& args,
                          bool args_outlive_write) {
   if (calls_ == 0) {
     bool worn_out = options_.max_uses > 0 && uses_ >= options_.max_uses;
-    if (child_ && (worn_out || child_->has_exited())) stop();
+    if (child_ && (worn_out || child_->has_exited())) stop(!reap_in_background_);
     if (!child_) start();
   }
-  outbox_.append_call(task, args, args_outlive_write);
+  try {
+    outbox_.append_call(task, args, args_outlive_write);
+  } catch (const InvalidArgument& e) {
+    throw InvalidArgument(
+        fmt::format("the arguments of task '{}' cannot be sent: {}", task, e.what()));
+  }
   awaited_.push_back({Awaited::Kind::call, std::string(task), timeout, ++requests_sent_});
   ++calls_;
   ++uses_;
@@ -256,27 +307,58 @@ std::string WorkerProcess::doing() const {
   return fmt::format("running task '{}'", oldest.task);
 }
 
-std::size_t WorkerProcess::fail(Outcome::Kind kind, std::string message, const Ended& ended) {
+std::size_t WorkerProcess::fail(Outcome::Kind kind, std::string message, const Ended& ended,
+                                bool reap_now) {
   std::size_t calls = calls_;
-  // A timeout is reported as soon as the worker is killed, not once it has died: the caller
-  // hears of its deadline within a fraction of a millisecond. Its reaping waits for the next use.
-  stop(kind != Outcome::Kind::timeout);
+  stop(reap_now && !reap_in_background_);
   if (calls == 0) return 0;
   ended(Outcome::error(kind, std::move(message)));
   return calls - 1;
 }
 
+bool WorkerProcess::exited() noexcept {
+  try {
+    return child_->has_exited();
+  } catch (const Error&) {  // not waitable (the program ignores SIGCHLD): gone
+    return true;
+  }
+}
+
 std::size_t WorkerProcess::died(const Ended& ended) {
-  child_->reap();
-  std::string how = describe_death(child_->wait_status());
+  std::string how = "ended";
+  try {
+    child_->signal_group(SIGKILL);  // what it left running in its group goes with it
+    child_->reap();                 // it has exited: this does not wait
+    how = describe_death(child_->wait_status());
+  } catch (const Error&) {  // its status was taken (SIGCHLD ignored): how it ended is unknown
+  }
   bool starting = !awaited_.empty() && awaited_.front().kind == Awaited::Kind::ready;
   std::string message =
       starting ? fmt::format("worker {} {} before it was ready: {}", pid(), how, kStartHint)
                : fmt::format("worker {} {} {}", pid(), doing(), how);
-  return fail(Outcome::Kind::child_died, std::move(message), ended);
+  return fail(Outcome::Kind::child_died, std::move(message), ended, true);
+}
+
+std::size_t WorkerProcess::hung_up(const Ended& ended) {
+  responses_.reset();  // nothing more can come, and polling it would report the end forever
+  if (exited()) return died(ended);
+  // It may be exiting (descriptors close before the process can be waited for), or its task
+  // closed or replaced descriptor 4 and it lives on, mute: whichever, shortly.
+  hang_up_deadline_ = Clock::now() + kHangUpGrace;
+  deadline_ = hang_up_deadline_;
+  return 0;
 }
 
 bool WorkerProcess::on_answer(Value answer, const Ended& ended, std::size_t* dropped) {
+  if (answer.is_array() && answer.size() == 2 && answer[0].is_null() &&
+      answer[1].is_number_integer()) {  // the exit notice: its task is ending the process
+    std::string message =
+        fmt::format("worker {} {} exited with code {}", pid(), doing(), answer[1].get<int>());
+    // Reported now: a large process takes a while to end (tens of ms after importing TVM),
+    // and no deadline may pass meanwhile. It is killed and reaped later.
+    *dropped = fail(Outcome::Kind::child_died, std::move(message), ended, false);
+    return false;
+  }
   bool well_formed = answer.is_array() && answer.size() >= 2 && answer[0].is_boolean();
   bool ok = well_formed && answer[0].get<bool>();
   if (well_formed && !ok) {
@@ -288,7 +370,7 @@ bool WorkerProcess::on_answer(Value answer, const Ended& ended, std::size_t* dro
         fail(Outcome::Kind::protocol,
              fmt::format("worker protocol: worker {} sent {} while {}; it was killed", pid(),
                          well_formed ? "an answer nobody asked for" : "a bad answer", doing()),
-             ended);
+             ended, true);
     return false;
   }
   Awaited::Kind kind = awaited_.front().kind;
@@ -296,7 +378,7 @@ bool WorkerProcess::on_answer(Value answer, const Ended& ended, std::size_t* dro
   if (kind == Awaited::Kind::init && !ok) {  // the first call gets the initializer's error
     Outcome error = task_error(answer);
     std::size_t calls = calls_;
-    stop();
+    stop(!reap_in_background_);
     if (calls > 0) ended(std::move(error));
     *dropped = calls > 0 ? calls - 1 : 0;
     return false;
@@ -313,28 +395,58 @@ bool WorkerProcess::on_answer(Value answer, const Ended& ended, std::size_t* dro
   return true;
 }
 
-std::size_t WorkerProcess::read_available(const Ended& ended) {
-  if (!child_) return 0;
+WorkerProcess::Read WorkerProcess::read_once(const Ended& ended, std::size_t* dropped) {
   ssize_t n = decoder_.read_from(responses_.get());
-  if (n == -1 && (errno == EAGAIN || errno == EWOULDBLOCK)) return 0;
+  if (n == -1 && (errno == EAGAIN || errno == EWOULDBLOCK)) return Read::again;
   for (;;) {
     std::optional<Value> answer;
     try {
       answer = decoder_.next();
     } catch (const ProtocolError& e) {
-      return fail(Outcome::Kind::protocol,
-                  fmt::format("{} (worker {} {}; it was killed)", e.what(), pid(), doing()), ended);
+      *dropped = fail(Outcome::Kind::protocol,
+                      fmt::format("{} (worker {} {}; it was killed)", e.what(), pid(), doing()),
+                      ended, true);
+      return Read::stopped;
     }
     if (!answer) break;
-    std::size_t dropped = 0;
-    if (!on_answer(std::move(*answer), ended, &dropped)) return dropped;
+    if (!on_answer(std::move(*answer), ended, dropped)) return Read::stopped;
   }
-  if (n <= 0) return died(ended);  // end of file (or a read error): the worker is gone
-  return 0;
+  return n > 0 ? Read::data : Read::end;
+}
+
+std::size_t WorkerProcess::read_available(const Ended& ended) {
+  if (!child_ || !responses_) return 0;
+  std::size_t dropped = 0;
+  if (read_once(ended, &dropped) == Read::end) return hung_up(ended);
+  return dropped;
+}
+
+std::size_t WorkerProcess::on_exit(const Ended& ended) {
+  if (!child_ || !exited()) return 0;
+  // What it wrote before it exited is in the pipe (a worker cannot exit with more of an answer
+  // unwritten than the pipe holds); what a grandchild holding the pipe may add is not waited for.
+  std::size_t dropped = 0;
+  for (int i = 0; responses_ && i < kExitReads; ++i) {
+    Read r = read_once(ended, &dropped);
+    if (r == Read::stopped) return dropped;
+    if (r != Read::data) break;
+  }
+  return died(ended);
 }
 
 std::size_t WorkerProcess::expire_if_overdue(Clock::time_point now, const Ended& ended) {
   if (!deadline_ || *deadline_ > now) return 0;
+  if (hang_up_deadline_) {
+    if (exited()) return died(ended);
+    return fail(Outcome::Kind::child_died,
+                fmt::format("worker {} {} closed or replaced its answer pipe (descriptor {}) "
+                            "and was killed",
+                            pid(), doing(), kResponseFd),
+                ended, true);
+  }
+  if (std::size_t dropped = read_available(ended); !child_ || !deadline_ || *deadline_ > now) {
+    return dropped;  // what had arrived ended the call (its successor's deadline is later)
+  }
   bool preparing = preparation_deadline_.has_value();
   if (postpone_while_preparing(now)) return 0;
   const Awaited& oldest = awaited_.front();
@@ -349,10 +461,12 @@ std::size_t WorkerProcess::expire_if_overdue(Clock::time_point now, const Ended&
   } else {
     message = fmt::format("task '{}' timed out; its worker was killed", oldest.task);
   }
-  return fail(Outcome::Kind::timeout, std::move(message), ended);
+  // A timeout is reported as soon as the worker is killed, not once it has died: the caller
+  // hears of its deadline within a fraction of a millisecond. Its reaping waits for the next use.
+  return fail(Outcome::Kind::timeout, std::move(message), ended, false);
 }
 
-Outcome WorkerProcess::wait() {
+std::optional<Outcome> WorkerProcess::wait(std::optional<Clock::time_point> until) {
   std::optional<Outcome> result;
   auto ended = [&result](Outcome outcome) {
     if (!result) result = std::move(outcome);
@@ -373,100 +487,45 @@ Outcome WorkerProcess::wait() {
       fail(Outcome::Kind::timeout,
            fmt::format("task '{}' ran past its deadline; its worker was killed",
                        awaited_.empty() ? "" : awaited_.front().task),
-           ended);
+           ended, false);
       break;
     }
     if (scope != nullptr && scope->cancelled()) {
-      fail(Outcome::Kind::cancelled, "cancelled; the worker was killed", ended);
+      fail(Outcome::Kind::cancelled, "cancelled; the worker was killed", ended, true);
       break;
     }
+    if (until && now >= *until) return std::nullopt;
     // A call that typically answers within kSpin is polled for before this thread sleeps.
-    if (!wants_to_write() && typical_call_time_ && *typical_call_time_ < kSpin &&
+    if (!wants_to_write() && responses_ && typical_call_time_ && *typical_call_time_ < kSpin &&
         spin_until_readable(responses_.get(), kSpin)) {
       read_available(ended);
       continue;
     }
-    pollfd p[3] = {{responses_.get(), POLLIN, 0}, {requests_.get(), POLLOUT, 0}, {-1, 0, 0}};
-    nfds_t count = wants_to_write() ? 2 : 1;
-    if (cancel_fd >= 0) p[count++] = {cancel_fd, POLLIN, 0};
-    std::optional<Clock::time_point> until = deadline_;
-    if (scope_deadline && (!until || *scope_deadline < *until)) until = scope_deadline;
-    int r = poll_until(p, count, until);
-    if (r == -1) throw SystemError("poll", errno);
-    if (wants_to_write() && p[1].revents != 0) flush();
-    if (p[0].revents != 0) read_available(ended);
+    poll_once(until, scope_deadline, cancel_fd, ended);
   }
   if (!result) throw InvalidState("the pool worker has no call in flight");
-  return std::move(*result);
+  return result;
+}
+
+void WorkerProcess::poll_once(std::optional<Clock::time_point> until,
+                              std::optional<Clock::time_point> scope_deadline, int cancel_fd,
+                              const Ended& ended) {
+  pollfd p[4] = {{responses_.get(), POLLIN, 0},
+                 {wants_to_write() ? requests_.get() : -1, POLLOUT, 0},
+                 {exit_fd(), POLLIN, 0},
+                 {cancel_fd, POLLIN, 0}};
+  std::optional<Clock::time_point> wake = deadline_;
+  for (auto limit : {until, scope_deadline}) {
+    if (limit && (!wake || *limit < *wake)) wake = limit;
+  }
+  if (exit_fd() < 0) {  // no pidfd: look every kExitCheck whether the worker exited
+    auto check = Clock::now() + kExitCheck;
+    if (!wake || check < *wake) wake = check;
+  }
+  if (poll_until(p, 4, wake) == -1) throw SystemError("poll", errno);
+  if (p[1].revents != 0 && wants_to_write()) flush();
+  if (p[0].revents != 0) read_available(ended);
+  if (p[2].revents != 0 || exit_fd() < 0) on_exit(ended);
 }
 
 }  // namespace kiln::internal
-
-namespace kiln::pool {
-
-struct Worker::State {
-  explicit State(WorkerOptions options) : process(std::move(options)) {}
-  internal::WorkerProcess process;
-};
-
-Worker::Worker(WorkerOptions options) : state_(std::make_unique<State>(std::move(options))) {}
-Worker::~Worker() = default;
-Worker::Worker(Worker&&) noexcept = default;
-Worker& Worker::operator=(Worker&&) noexcept = default;
-
-namespace {
-
-void send_one(internal::WorkerProcess& process, std::string_view task, const Value& args,
-              std::optional<std::chrono::milliseconds> timeout, bool args_outlive_write) {
-  if (process.calls_in_flight() > 0) {
-    throw InvalidState(
-        "Worker::send: the previous call's result was not received (recv() it first)");
-  }
-  process.send(task, args, timeout, args_outlive_write);
-  process.flush();
-}
-
-}  // namespace
-
-void Worker::send(std::string_view task, const Value& args,
-                  std::optional<std::chrono::milliseconds> timeout) {
-  send_one(state_->process, task, args, timeout, false);  // `args` may be gone before it is sent
-}
-
-Value Worker::recv() {
-  if (state_->process.calls_in_flight() == 0) {
-    throw InvalidState("Worker::recv: no call was sent");
-  }
-  return internal::unwrap(state_->process.wait());
-}
-
-Value Worker::call(std::string_view task, const Value& args,
-                   std::optional<std::chrono::milliseconds> timeout) {
-  send_one(state_->process, task, args, timeout, true);  // `args` lives until recv() returns
-  return recv();
-}
-
-void Worker::kill() noexcept {
-  state_->process.stop();
-  state_->process.reap_dying(true);
-}
-
-bool Worker::is_alive() {
-  state_->process.reap_dying(false);
-  internal::Child* child = state_->process.child();
-  return child != nullptr && !child->has_exited();
-}
-
-bool Worker::join(std::chrono::milliseconds timeout) {
-  internal::Child* child = state_->process.child();
-  if (child == nullptr) return true;
-  bool exited = child->wait_exit_until(
-      internal::deadline_after<internal::Clock>(internal::Clock::now(), timeout));
-  // With a call in flight the process stays, for recv() to report how it ended.
-  if (exited && state_->process.calls_in_flight() == 0) state_->process.stop();
-  return exited;
-}
-
-pid_t Worker::pid() const noexcept { return state_->process.pid(); }
-
-}  // namespace kiln::pool

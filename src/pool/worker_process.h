@@ -2,7 +2,16 @@
 // answers them in order); the process is started and fed without ever blocking, so one event
 // loop (the Executor's) can drive many of them, and Worker drives one with wait(). Not
 // thread-safe.
+//
+// A worker's end is seen two ways, whichever comes first: its answer pipe reaching end of file,
+// and its pidfd (exit_fd()) polling readable, for a worker that exited while something else
+// (a grandchild it forked) holds the pipe open. A worker whose pipe ends while it lives on (its
+// task closed or replaced descriptor 4) is given kHangUpGrace to exit, then killed and
+// reported as crashed. Nothing here waits for a process that may not have exited, except where
+// the caller asks for it (stop(true), reap_dying(true)).
 #pragma once
+
+#include <unistd.h>
 
 #include <chrono>
 #include <deque>
@@ -10,6 +19,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "begin_board.h"
 #include "frame.h"
@@ -25,7 +35,11 @@ class WorkerProcess {
   // Receives the outcome of each call that ended, oldest first.
   using Ended = std::function<void(Outcome)>;
 
-  explicit WorkerProcess(pool::WorkerOptions options) : options_(std::move(options)) {}
+  // `reap_in_background`: the caller polls dying() and never wants to wait for a process to die
+  // (the Executor's dispatcher); otherwise a process stopped for anything but a timeout is
+  // reaped at once, and the next start reaps those left dying.
+  explicit WorkerProcess(pool::WorkerOptions options, bool reap_in_background = false)
+      : options_(std::move(options)), reap_in_background_(reap_in_background) {}
   ~WorkerProcess() {
     stop();
     reap_dying(true);
@@ -51,7 +65,11 @@ class WorkerProcess {
   void flush();
   bool wants_to_write() const noexcept { return !outbox_.empty(); }
   int request_fd() const noexcept { return requests_.get(); }
+  // -1 once the pipe has ended.
   int response_fd() const noexcept { return responses_.get(); }
+  // Polls readable once the running process has exited; -1 when none runs or the kernel has no
+  // pidfd (then call on_exit() every so often).
+  int exit_fd() const noexcept { return child_ ? child_->exit_fd() : -1; }
   // When what the worker does now (starting, or the oldest call) runs out of time.
   std::optional<Clock::time_point> deadline() const noexcept { return deadline_; }
   // How long calls typically run on this worker: a moving average that weighs the last answered
@@ -63,22 +81,30 @@ class WorkerProcess {
   // is stopped, and the calls behind it, which never started, are dropped: returns their number
   // (the caller re-sends them). Otherwise returns 0.
   std::size_t read_available(const Ended& ended);
-  // Past the deadline: kills the process; the oldest call gets a TimeoutError and the rest are
-  // dropped as by read_available. Returns the number dropped.
+  // When the process has exited (exit_fd() polled readable): reads what it wrote before, then
+  // reports its death as read_available does. Does nothing while it runs.
+  std::size_t on_exit(const Ended& ended);
+  // Past the deadline: first reads what has arrived (an answer sent in time is not late because
+  // the parent looked late), then kills the process; the oldest call gets a TimeoutError (or,
+  // after its answer pipe ended, a ChildProcessError) and the rest are dropped as by
+  // read_available. Returns the number dropped.
   std::size_t expire_if_overdue(Clock::time_point now, const Ended& ended);
-  // Blocks until the oldest call in flight ends; for Worker, which has one at a time.
-  Outcome wait();
+  // Blocks until the oldest call in flight ends, or `until` passes (then std::nullopt, and the
+  // call stays in flight); for Worker, which has one at a time.
+  std::optional<Outcome> wait(std::optional<Clock::time_point> until = std::nullopt);
 
   // Kills the process (its whole group) and forgets everything in flight. `reap_now`: waits
-  // until it is gone (a large process takes a millisecond or two to die); otherwise it is left
-  // to reap_dying(), so that a timeout can be reported at once.
+  // until it is gone (a large process takes a millisecond or two to die, one in uninterruptible
+  // sleep longer); otherwise it is left to reap_dying(), so that the end can be reported at once.
   void stop(bool reap_now = true) noexcept;
-  // Reaps a process stop(false) killed: at once when it has died (or `block`), else later.
+  // Reaps the processes stop(false) killed: each once it has died (or all, `block`ing).
   void reap_dying(bool block) noexcept;
-  // A descriptor that polls readable once that process has died; -1 when there is none (or
-  // the kernel has no pidfd: then reap_dying() has to be called again after a while).
-  int dying_fd() const noexcept { return dying_ ? dying_->exit_fd() : -1; }
-  bool has_dying() const noexcept { return dying_.has_value(); }
+  // Those processes: each one's exit_fd() polls readable once it has died (where it is -1, call
+  // reap_dying() again after a while).
+  const std::vector<Child>& dying() const noexcept { return dying_; }
+  // In a process forked from the one that made this (which holds a copy of it): forgets the
+  // parent's process and calls, without touching them, so that this process starts its own.
+  void leave_parents_process() noexcept;
   Child* child() noexcept { return child_ ? &*child_ : nullptr; }
   pid_t pid() const noexcept { return child_ ? child_->pid() : 0; }
 
@@ -97,17 +123,33 @@ class WorkerProcess {
   // call's own timeout ends, counted from when its task began (the board), or to the next check
   // while it prepares. Returns true when the deadline moved past `now`.
   bool postpone_while_preparing(Clock::time_point now);
+  enum class Read { again, data, end, stopped };
+  // One read from the answer pipe, and every answer it completes: `stopped` when one of them
+  // ended the process (then *dropped is set), `end` at end of file or on a read error.
+  Read read_once(const Ended& ended, std::size_t* dropped);
   // Handles one answer; returns false when it ended the process (then *dropped is set).
   bool on_answer(Value answer, const Ended& ended, std::size_t* dropped);
-  // Stops the process and gives the oldest call `outcome`. Returns the number of calls dropped.
-  std::size_t fail(Outcome::Kind kind, std::string message, const Ended& ended);
+  // Stops the process (reaping it at once when `reap_now`, and the pool does not reap in the
+  // background) and gives the oldest call `outcome`. Returns the number of calls dropped.
+  std::size_t fail(Outcome::Kind kind, std::string message, const Ended& ended, bool reap_now);
+  // Whether the process has exited (or cannot be waited for).
+  bool exited() noexcept;
+  // The process has exited: kills what it left in its group, reaps it, reports how it ended.
   std::size_t died(const Ended& ended);
+  // The answer pipe ended: the process died, or lives on without it (see kHangUpGrace).
+  std::size_t hung_up(const Ended& ended);
+  // One poll for wait(), and what it found.
+  void poll_once(std::optional<Clock::time_point> until,
+                 std::optional<Clock::time_point> scope_deadline, int cancel_fd,
+                 const Ended& ended);
   // "task 'x'", "initializer 'x'" or "start", for messages.
   std::string doing() const;
 
   pool::WorkerOptions options_;
+  bool reap_in_background_ = false;
+  pid_t owner_ = ::getpid();  // the process that made this
   std::optional<Child> child_;
-  std::optional<Child> dying_;  // killed by stop(false), not yet reaped
+  std::vector<Child> dying_;  // killed by stop(false), not yet reaped
   UniqueFd requests_;
   UniqueFd responses_;
   FrameDecoder decoder_;
@@ -118,6 +160,8 @@ class WorkerProcess {
   std::uint64_t requests_sent_ = 0;  // since the start
   BeginBoard board_;
   std::optional<Clock::time_point> deadline_;
+  // Set when the answer pipe ended while the process still ran: when it is killed if still alive.
+  std::optional<Clock::time_point> hang_up_deadline_;
   Clock::time_point oldest_began_{};
   // With a preparation_timeout: the end of the oldest call's preparation, until its task began.
   std::optional<Clock::time_point> preparation_deadline_;

@@ -15,6 +15,15 @@ Python thread runs per call. Workers are ``python -u -m kiln.support.popen_worke
 kiln's extension and nothing else until a call needs it, die with their parent (even when it is
 SIGKILLed), and write their stdout and stderr unbuffered, so that what a task printed before it
 was killed is not lost.
+
+Where kiln goes further than tvm.support: a task that ends its worker (sys.exit, os._exit) is a
+ChildProcessError the moment it happens, whatever the timeout; a task that closes or replaces
+the worker's answer pipe (its descriptor 4) is killed and reported as crashed; Ctrl-C interrupts
+recv() and join() at once; a process forked from one that used a pool (os.fork, multiprocessing's
+"fork" start method) makes and uses pools of its own, while a PopenPoolExecutor it inherited
+raises RuntimeError there (a PopenWorker it inherited starts a worker of its own). A call's
+pickled arguments or result may take up to MAX_MESSAGE_BYTES (256 MiB, less a little); larger
+ones raise ValueError naming both sizes (tvm.support's limit is its 4-byte length, 2 GiB).
 """
 
 import atexit
@@ -30,8 +39,10 @@ from collections import namedtuple
 from enum import IntEnum
 
 from .._native import native
+from .popen_worker import MAX_MESSAGE_BYTES
 
 __all__ = [
+    "MAX_MESSAGE_BYTES",
     "MapResult",
     "PopenPoolExecutor",
     "PopenWorker",
@@ -134,6 +145,17 @@ def _cloudpickle_dumps(call):
         pickler.globals_ref = {}  # cloudpickle's per-dump table of function globals
         buffer.seek(0)
         buffer.truncate()
+
+
+def _checked(payload, fn):
+    """`payload`, the pickled call of `fn`, once it is known to fit in one message."""
+    if len(payload) > MAX_MESSAGE_BYTES:
+        raise ValueError(
+            f"the call of {getattr(fn, '__qualname__', fn)!r} is {len(payload)} bytes pickled, "
+            f"over the pool's limit of {MAX_MESSAGE_BYTES} bytes for one message "
+            "(MAX_MESSAGE_BYTES); pass large data in a file instead"
+        )
+    return payload
 
 
 def _millis(timeout):
@@ -279,7 +301,7 @@ class PopenWorker:
         ----
         recv() the result before the next send.
         """
-        self._native.send(_dumps(fn, args, kwargs), _millis(timeout))
+        self._native.send(_checked(_dumps(fn, args, kwargs), fn), _millis(timeout))
 
     def recv(self):
         """Receive the result of the last send.
@@ -342,6 +364,13 @@ class _Closing:
         self.pools = {}  # id(native pool) -> (native pool, [its collector and closer threads])
         self.stopped = False  # at exit: no thread may start any more
 
+    def after_fork(self):
+        """In a forked child: the parent's pools are not the child's to stop, and another thread
+        may have held the lock at the fork."""
+        self.lock = threading.Lock()
+        self.pools = {}
+        self.stopped = False
+
     def add(self, native_pool, thread=None):
         with self.lock:
             threads = self.pools.setdefault(id(native_pool), (native_pool, []))[1]
@@ -366,6 +395,7 @@ class _Closing:
 
 _OPEN = _Closing()
 atexit.register(_OPEN.stop_all)
+os.register_at_fork(after_in_child=_OPEN.after_fork)
 
 
 def _close(native_pool, collector):
@@ -420,6 +450,7 @@ class PopenPoolExecutor:
         )
         self._setup = setup
         self._native = native.PoolExecutor(int(max_workers), _millis(timeout), **setup.options)
+        self._pid = os.getpid()  # in a process forked from this one the pool is not usable
         self._futures = {}
         self._lock = threading.Lock()
         self._next = 0
@@ -440,9 +471,19 @@ class PopenPoolExecutor:
         self.shutdown(wait=True)
         return False
 
+    def _check_process(self):
+        """Raise RuntimeError in a process forked from the one that made the pool: its threads
+        (kiln's dispatcher, the collector) were not copied, and its lock may be held forever."""
+        if os.getpid() != self._pid:
+            raise RuntimeError(
+                f"this PopenPoolExecutor was made by process {self._pid}; a process forked from "
+                "it cannot use it (fork copies none of its threads): make a new one here"
+            )
+
     def _register(self, futures):
         """Index the future (or list of futures) of calls about to be submitted; returns the
         first index."""
+        self._check_process()
         with self._lock:
             if self._shutdown:
                 raise RuntimeError("cannot schedule new futures after shutdown")
@@ -466,7 +507,8 @@ class PopenPoolExecutor:
 
     def submit(self, fn, *args, **kwargs) -> concurrent.futures.Future:
         """Submit the call ``fn(*args, **kwargs)``; returns its concurrent.futures.Future."""
-        payload = _dumps(fn, args, kwargs)
+        self._check_process()
+        payload = _checked(_dumps(fn, args, kwargs), fn)
         future = concurrent.futures.Future()
         self._native.submit(self._register(future), (payload,))
         return future
@@ -476,7 +518,8 @@ class PopenPoolExecutor:
 
         Every call is submitted at once; the results are yielded as the caller iterates.
         """
-        payloads = [_dumps(fn, (item,), None) for item in iterator]
+        self._check_process()
+        payloads = [_checked(_dumps(fn, (item,), None), fn) for item in iterator]
         futures = [concurrent.futures.Future() for _ in payloads]
         self._native.submit(self._register(futures), payloads)
 
@@ -493,7 +536,11 @@ class PopenPoolExecutor:
 
     def shutdown(self, wait=True):
         """Stop taking calls. wait: return once every submitted call has ended and the workers
-        are gone; otherwise return at once, the calls finishing in the background."""
+        are gone; otherwise return at once, the calls finishing in the background. In a process
+        forked from the one that made the pool, does nothing: the pool is the parent's."""
+        if os.getpid() != getattr(self, "_pid", None):
+            self._shutdown = True
+            return
         with self._lock:
             already = self._shutdown
             self._shutdown = True

@@ -7,6 +7,12 @@ calls back here for each, writes the answers, and dies with its parent. A reques
 message). Until a task needs more, the worker imports nothing but kiln's extension: plain
 ``pickle`` reads what cloudpickle wrote, importing cloudpickle only for a payload that refers
 to it (a lambda, a closure).
+
+A task that ends the worker's process (sys.exit, as tvm.testing.terminate_self does, an uncaught
+KeyboardInterrupt, or os._exit) tells the parent first: the call fails with ChildProcessError
+("exited with code N") at once, however long the process then takes to end (tens of
+milliseconds once TVM is loaded) and however short the call's timeout. The worker then ends at
+once, without atexit hooks, as a task's os._exit would: the parent kills its process group.
 """
 
 import os
@@ -14,6 +20,10 @@ import pickle
 import sys
 
 from kiln._native import native
+
+# The most a call's pickled arguments, or its pickled result, may take: one message of kiln's pool
+# (kiln::pool::kMaxMessageBytes) less room for its framing.
+MAX_MESSAGE_BYTES = native.max_message_bytes - 64
 
 
 def _dumps(value):
@@ -54,6 +64,20 @@ def _traceback_text():
     return traceback.format_exc()
 
 
+# os._exit as Python has it; tasks get _exit_telling_the_parent in its place.
+_os_exit = os._exit  # pylint: disable=protected-access
+
+
+def _exit_telling_the_parent(code):
+    """os._exit for tasks: tells the parent the task ends this worker with `code`, then exits.
+    (In a process the task forked, which is no worker, it only exits.)"""
+    try:
+        native.task_ends_process(int(code))
+    except Exception:  # pylint: disable=broad-except
+        pass  # not an int: os._exit raises for it below, as it would have
+    _os_exit(code)
+
+
 def _exit_for(error):
     """A task raised SystemExit or KeyboardInterrupt: the worker ends, as tvm.support's does."""
     code = error.code if isinstance(error, SystemExit) else 1
@@ -62,7 +86,7 @@ def _exit_for(error):
         code = 1
     sys.stdout.flush()
     sys.stderr.flush()
-    os._exit(code or 0)  # pylint: disable=protected-access
+    _exit_telling_the_parent(code or 0)
 
 
 def run(payload):
@@ -79,14 +103,23 @@ def run(payload):
     except BaseException as error:  # pylint: disable=broad-except
         _exit_for(error)
     try:
-        return (True, _dumps(value))
+        data = _dumps(value)
     except Exception as error:  # pylint: disable=broad-except
         text = f"the result of {getattr(fn, '__qualname__', fn)!r} cannot be pickled: {error}"
         return _failure(type(error)(text), text)
+    if len(data) > MAX_MESSAGE_BYTES:
+        text = (
+            f"the result of {getattr(fn, '__qualname__', fn)!r} is {len(data)} bytes pickled, "
+            f"over the pool's limit of {MAX_MESSAGE_BYTES} bytes for one message "
+            "(kiln.support.popen_pool.MAX_MESSAGE_BYTES); pass it in a file instead"
+        )
+        return _failure(ValueError(text), text)
+    return (True, data)
 
 
 def main():
     """Serve the parent that started this process; returns the exit status."""
+    os._exit = _exit_telling_the_parent  # pylint: disable=protected-access
     status = native.serve_pool_worker(sys.argv, run)
     if status is None:
         print(

@@ -2,7 +2,10 @@
 //
 // kiln::run() and the process pool build on this. A Child is reaped exactly once, by pid; if it
 // is destroyed while still running, its whole process group is killed and it is reaped, so an
-// exception between spawn and wait cannot leave a zombie or a stray process.
+// exception between spawn and wait cannot leave a zombie or a stray process. A Child belongs to
+// the process that spawned it: in a process forked from that one (which holds a copy of the
+// object but is not the child's parent), it never signals, waits for or reaps the child, and its
+// destructor only forgets it.
 #pragma once
 
 #include <sys/types.h>
@@ -75,11 +78,16 @@ class Child {
   // SIGTERM to the group, up to `grace` for the child to exit, then SIGKILL to the group (which
   // also reaches descendants that ignored SIGTERM), then reaps the child.
   void terminate_group(std::chrono::milliseconds grace) noexcept;
+  // False in a process forked from the one that spawned the child: there the child is not ours.
+  bool ours() const noexcept;
 
  private:
   Child(pid_t pid, bool own_group) noexcept;
+  // Drops the child without signalling or reaping it (it is another process's).
+  void forget() noexcept;
 
   pid_t pid_ = -1;
+  pid_t parent_ = -1;  // the process that spawned it
   bool own_group_ = true;
   bool reaped_ = false;
   int wait_status_ = 0;

@@ -189,10 +189,11 @@ Child Child::spawn(const SpawnSpec& spec) {
 void set_guard_fd(int fd) noexcept { guard_fd.store(fd); }
 
 Child::Child(pid_t pid, bool own_group) noexcept
-    : pid_(pid), own_group_(own_group), pidfd_(open_pidfd(pid)) {}
+    : pid_(pid), parent_(::getpid()), own_group_(own_group), pidfd_(open_pidfd(pid)) {}
 
 Child::Child(Child&& other) noexcept
     : pid_(std::exchange(other.pid_, -1)),
+      parent_(other.parent_),
       own_group_(other.own_group_),
       reaped_(std::exchange(other.reaped_, true)),
       wait_status_(other.wait_status_),
@@ -203,6 +204,7 @@ Child& Child::operator=(Child&& other) noexcept {
   if (this != &other) {
     if (!reaped_ && pid_ > 0) terminate_group(std::chrono::milliseconds(0));
     pid_ = std::exchange(other.pid_, -1);
+    parent_ = other.parent_;
     own_group_ = other.own_group_;
     reaped_ = std::exchange(other.reaped_, true);
     wait_status_ = other.wait_status_;
@@ -216,8 +218,16 @@ Child::~Child() {
   if (!reaped_ && pid_ > 0) terminate_group(std::chrono::milliseconds(0));
 }
 
+bool Child::ours() const noexcept { return parent_ == ::getpid(); }
+
+void Child::forget() noexcept {
+  reaped_ = true;  // nothing to signal or wait for from here on
+  pidfd_.reset();
+}
+
 bool Child::has_exited() {
   if (reaped_) return true;
+  if (!ours()) throw InvalidState(fmt::format("process {} is not a child of this process", pid_));
   siginfo_t info{};
   int r = retry_eintr([&] { return ::waitid(P_PID, pid_, &info, WEXITED | WNOHANG | WNOWAIT); });
   if (r == -1) throw SystemError(fmt::format("waitid({})", pid_), errno);
@@ -240,6 +250,7 @@ bool Child::wait_exit_until(std::optional<Clock::time_point> deadline) {
 
 void Child::reap() {
   if (reaped_) return;
+  if (!ours()) throw InvalidState(fmt::format("process {} is not a child of this process", pid_));
   // Before waitpid: once reaped, the group id may be given to a stranger the guard must not kill.
   if (own_group_) tell_guard(pid_, false);
   int status = 0;
@@ -258,7 +269,7 @@ bool Child::wait_until(std::optional<Clock::time_point> deadline) {
 }
 
 void Child::signal_group(int signal) noexcept {
-  if (reaped_ || pid_ <= 0) return;
+  if (reaped_ || pid_ <= 0 || !ours()) return;
   // While the child is unreaped (alive or a zombie) its pid, and so its group id, cannot be
   // reused by another process.
   ::kill(own_group_ ? -pid_ : pid_, signal);
@@ -266,6 +277,10 @@ void Child::signal_group(int signal) noexcept {
 
 void Child::terminate_group(std::chrono::milliseconds grace) noexcept {
   if (reaped_ || pid_ <= 0) return;
+  if (!ours()) {  // a forked copy: the child, and its group, are the parent's
+    forget();
+    return;
+  }
   try {
     if (grace.count() > 0) {
       signal_group(SIGTERM);
