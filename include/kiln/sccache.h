@@ -4,6 +4,9 @@
 // and accounts for each job from the difference of its statistics; kiln doctor --dist runs one
 // to probe the cluster. The user's own sccache server, socket and port are never touched; the
 // user's client configuration (SCCACHE_CONF, ~/.config/sccache/config, SCCACHE_DIR) applies.
+// Each server has a private directory (mode 0700) for its socket and logs: in $TMPDIR, or, when
+// $TMPDIR is too deep for a socket path (about 100 bytes), in /run/user/<uid> or /tmp. Starting
+// a server first removes the directories servers of killed kilns left behind.
 //
 //   sccache::Server server("/usr/bin/sccache", {});
 //   if (std::string why = server.start(); why.empty())
@@ -18,13 +21,15 @@
 #include <string_view>
 #include <vector>
 
+#include "kiln/file_lock.h"
 #include "kiln/launcher.h"
 #include "kiln/process.h"
 #include "kiln/temp_directory.h"
 
 namespace kiln::internal {
 class Child;
-}
+struct SccacheDirectory;
+}  // namespace kiln::internal
 
 namespace kiln::sccache {
 
@@ -97,11 +102,15 @@ class Server {
   std::filesystem::path scratch() const { return dir_ / "scratch"; }
 
  private:
+  Server(std::filesystem::path sccache, Options options, internal::SccacheDirectory dir);
   RunResult query(std::vector<std::string> args);
 
   std::filesystem::path sccache_;
   Options options_;
-  TempDirectory dir_;  // its socket (a short path in /tmp: a socket path has ~100 bytes), logs
+  // Its socket (a short path: a socket path has ~100 bytes), logs, scratch; and the lock that
+  // tells a later kiln this directory is in use (src/toolchains/sccache_dir.h).
+  FileLock owner_;
+  TempDirectory dir_;
   std::filesystem::path socket_;
   std::unique_ptr<internal::Child> process_;
 };

@@ -51,6 +51,17 @@ Value compile_cuda_task(Value args) {
 }
 KILN_TASK(kiln_build_cuda, compile_cuda_task);
 
+// A call of compile_cuda_task() in `worker`, kiln itself re-executed. That kiln cannot be started
+// is a failure of kiln, never a missing toolchain: a CannotRunTool would read as one.
+Value call_nvrtc_worker(pool::Worker& worker, const Value& args) {
+  try {
+    return worker.call("kiln_build_cuda", args);
+  } catch (const CannotRunTool& e) {
+    throw Error(
+        fmt::format("kiln could not start its NVRTC worker (itself, re-executed): {}", e.what()));
+  }
+}
+
 // Why a job cannot run here, thrown while its recipe is chosen.
 struct Absent {
   std::string reason;
@@ -176,11 +187,11 @@ Recipe Chooser::cuda_kernel() {
   cuda::NvrtcCall nvrtc;
   if (pool::Worker* worker = ws_.nvrtc_worker) {
     nvrtc = [worker](std::string_view code, const cuda::CompileOptions& o) {
-      Value result = worker->call("kiln_build_cuda", {{"code", std::string(code)},
-                                                      {"format", cuda::format_name(*o.format)},
-                                                      {"arch", o.arch},
-                                                      {"options", o.options},
-                                                      {"source_path", o.source_path.string()}});
+      Value result = call_nvrtc_worker(*worker, {{"code", std::string(code)},
+                                                 {"format", cuda::format_name(*o.format)},
+                                                 {"arch", o.arch},
+                                                 {"options", o.options},
+                                                 {"source_path", o.source_path.string()}});
       const auto& binary = result["bytes"].get_binary();
       return cuda::CompileResult{
           .bytes = std::string(reinterpret_cast<const char*>(binary.data()), binary.size()),
@@ -204,7 +215,7 @@ Recipe Chooser::cuda_kernel() {
   Recipe recipe;
   try {
     recipe = cuda::compile_recipe(std::move(code), compile, std::move(nvrtc));
-  } catch (const Error& e) {
+  } catch (const ToolNotFound& e) {  // no NVRTC library, no nvcc; any other error is a failure
     bool with_nvrtc = job_.backend == cuda::Backend::nvrtc;
     throw Absent{fmt::format("toolchain absent: {}{}", with_nvrtc ? "NVRTC: " : "", e.what())};
   }

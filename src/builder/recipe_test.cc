@@ -144,6 +144,57 @@ TEST(Recipe, AMissingToolIsTheSkipReason) {
             "PATH");
 }
 
+Job nvrtc_kernel() {
+  Job job;
+  job.name = "k";
+  job.kind = JobKind::cuda;
+  job.code = "extern \"C\" __global__ void k(int* p) { p[0] = 1; }";
+  job.arch = "sm_80";
+  job.format = cuda::Format::cubin;
+  job.backend = cuda::Backend::nvrtc;
+  return job;
+}
+
+// Only a missing toolchain is a skip: any other error of the CUDA module (here, no output to
+// write, which it checks before it looks for NVRTC) reaches the job as itself.
+TEST(Recipe, ACudaErrorThatIsNoMissingToolchainIsNoSkip) {
+  Cache cache = Cache::disabled();
+  ToolIdentities identities(cache);
+  TempDirectory work;
+  Workspace ws{.work_dir = work.path(), .output = {}, .out_dir = work.path()};
+  try {
+    JobRecipe prepared = prepare(nvrtc_kernel(), {}, ws, identities);
+    ADD_FAILURE() << "no error; skip reason: " << prepared.skip_reason;
+  } catch (const InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find("name no output file"), std::string::npos) << e.what();
+  }
+}
+
+// A pool worker for NVRTC is kiln itself, re-executed: when it cannot be started, the job fails
+// naming that, never "toolchain absent" (which a CannotRunTool would read as).
+TEST(Recipe, AnNvrtcWorkerThatCannotStartIsNoMissingToolchain) {
+  Cache cache = Cache::disabled();
+  ToolIdentities identities(cache);
+  TempDirectory work;
+  pool::Worker gone({.command = {(work / "kiln-deleted").string()}});
+  Workspace ws{.work_dir = work.path(),
+               .output = work / "k.cubin",
+               .out_dir = work.path(),
+               .nvrtc_worker = &gone};
+  JobRecipe prepared = prepare(nvrtc_kernel(), {}, ws, identities);
+  if (!prepared.skip_reason.empty()) GTEST_SKIP() << prepared.skip_reason;
+  try {
+    perform(prepared.recipe);
+    ADD_FAILURE() << "the compile succeeded without its worker";
+  } catch (const CannotRunTool& e) {
+    ADD_FAILURE() << "reads as a missing tool: " << e.what();
+  } catch (const Error& e) {
+    std::string message = e.what();
+    EXPECT_NE(message.find("kiln could not start its NVRTC worker"), std::string::npos) << message;
+    EXPECT_NE(message.find("kiln-deleted"), std::string::npos) << message;
+  }
+}
+
 // An NDK static library runs llvm-ar and llvm-ranlib beside $TVM_NDK_CC (here a clang named
 // aarch64-linux-android24-clang, as ndk_test.cc makes it): both are in its key.
 TEST(Recipe, AnNdkStaticLibrarysArchiverIsInItsKey) {

@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <map>
 #include <mutex>
+#include <string_view>
 #include <thread>
 #include <typeinfo>
 
@@ -179,6 +180,18 @@ int serve() {
   }
 }
 
+// A program executed as /proc/self/exe (a worker or a service: service_command) is named "exe"
+// by the kernel; it takes back its file's name, which ps, top and pgrep show.
+void restore_name() {
+  char name[16] = {};
+  if (::prctl(PR_GET_NAME, name) != 0 || std::strcmp(name, "exe") != 0) return;
+  std::error_code ec;
+  std::string file = std::filesystem::read_symlink("/proc/self/exe", ec).filename().string();
+  constexpr std::string_view kDeleted = " (deleted)";
+  if (file.ends_with(kDeleted)) file.resize(file.size() - kDeleted.size());
+  if (!file.empty()) (void)::prctl(PR_SET_NAME, file.substr(0, 15).c_str());
+}
+
 // The life of a worker whose parent is process `parent_pid`: returns its exit status.
 // `own_heap`: the program is a worker and nothing else (a re-executed C++ program), so its
 // malloc may be tuned for the pool's buffers; a Python worker's heap is Python's.
@@ -224,8 +237,9 @@ std::optional<std::vector<std::string>> service_command(const std::string& name,
                                                         const std::vector<std::string>& args) {
   std::string program;
   if (serves.load()) {
-    std::error_code ec;
-    program = std::filesystem::read_symlink("/proc/self/exe", ec).string();
+    // The file this process runs, even when it was deleted or replaced since (set_program() in
+    // worker_process.cc says why its path would not do).
+    program = "/proc/self/exe";
   } else if (const char* named = std::getenv("KILN_SERVICE_PROGRAM"); named && *named) {
     program = named;
   }
@@ -237,6 +251,9 @@ std::optional<std::vector<std::string>> service_command(const std::string& name,
 
 void serve_if_worker(int argc, char** argv) {
   serves.store(true);
+  bool serving = argc >= 3 && (std::strcmp(argv[1], internal::kServiceFlag) == 0 ||
+                               std::strcmp(argv[1], internal::kWorkerFlag) == 0);
+  if (serving) restore_name();
   if (argc >= 3 && std::strcmp(argv[1], internal::kServiceFlag) == 0) {
     ServiceFn fn = nullptr;
     {

@@ -7,8 +7,10 @@
 #include <atomic>
 #include <condition_variable>
 #include <deque>
+#include <filesystem>
 #include <future>
 #include <mutex>
+#include <string_view>
 #include <thread>
 
 #include <fmt/format.h>
@@ -126,13 +128,26 @@ UniqueFd open_output(const pool::WorkerOptions& options) {
   return fd;
 }
 
+// This program's path as the kernel gives it, for argv[0]: without the " (deleted)" it reads
+// once the file is gone.
+std::string own_path() {
+  std::error_code ec;
+  std::string path = std::filesystem::read_symlink("/proc/self/exe", ec).string();
+  constexpr std::string_view kDeleted = " (deleted)";
+  if (path.ends_with(kDeleted)) path.resize(path.size() - kDeleted.size());
+  return path.empty() ? "kiln-worker" : path;
+}
+
 // The program and arguments of a worker: this program re-executed, or options.command with the
-// two arguments serve_worker() looks for.
+// two arguments serve_worker() looks for. This program is executed as "/proc/self/exe": in the
+// child, not yet exec'd, that is the parent's own executable, so the kernel runs the very file
+// the parent runs. Its path would run whatever replaced it since (an upgrade in another
+// terminal: a program that may not speak this protocol), or nothing once it was deleted.
 void set_program(const pool::WorkerOptions& options, SpawnSpec& spec) {
   std::string parent = std::to_string(::getpid());
   if (options.command.empty()) {
-    spec.executable = std::filesystem::read_symlink("/proc/self/exe");
-    spec.argv = {spec.executable.string(), kWorkerFlag, parent};
+    spec.executable = "/proc/self/exe";
+    spec.argv = {own_path(), kWorkerFlag, parent};
     return;
   }
   spec.executable = resolve_executable(options.command[0], path_of(spec.environment), {});

@@ -3,6 +3,8 @@
 
 #include <fcntl.h>
 
+#include <mutex>
+
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -11,6 +13,7 @@
 #include "internal/spawn.h"
 #include "kiln/error.h"
 #include "kiln/text.h"
+#include "sccache_dir.h"
 
 namespace kiln::sccache {
 namespace {
@@ -110,7 +113,14 @@ std::string DistStatus::problem() const {
 }
 
 Server::Server(fs::path sccache, Options options)
-    : sccache_(std::move(sccache)), options_(std::move(options)), socket_(dir_ / "server.sock") {
+    : Server(std::move(sccache), std::move(options), internal::make_sccache_directory()) {}
+
+Server::Server(fs::path sccache, Options options, internal::SccacheDirectory dir)
+    : sccache_(std::move(sccache)),
+      options_(std::move(options)),
+      owner_(std::move(dir.owner)),
+      dir_(std::move(dir.dir)),
+      socket_(dir_ / internal::kSccacheSocketName) {
   fs::create_directory(scratch());
 }
 
@@ -121,6 +131,8 @@ Server::~Server() {
 }
 
 std::string Server::start() {
+  static std::once_flag reaped;  // once a process: what killed kilns left
+  std::call_once(reaped, internal::reap_sccache_directories);
   internal::UniqueFd out(
       ::open((dir_ / "server.out").c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
   if (!out) throw SystemError("open '" + (dir_ / "server.out").string() + "'", errno);

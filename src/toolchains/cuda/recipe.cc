@@ -28,8 +28,18 @@ std::vector<std::string> key_material(const CompileOptions& options) {
   return material;
 }
 
+// <cuda>/bin/nvcc; ToolNotFound when there is no toolkit, so that a caller can tell a missing
+// toolkit from every other error.
+std::string nvcc_program() {
+  try {
+    return (find_cuda_path() / "bin" / "nvcc").string();
+  } catch (const FileNotFound& e) {
+    throw ToolNotFound("nvcc", e.what());
+  }
+}
+
 Recipe nvcc_recipe(std::string code, const CompileOptions& options) {
-  std::string nvcc = (find_cuda_path() / "bin" / "nvcc").string();
+  std::string nvcc = nvcc_program();
   Recipe recipe{.tools = {{.what = "nvcc", .program = nvcc}},
                 .key_material = key_material(options)};
   recipe.steps.emplace_back(
