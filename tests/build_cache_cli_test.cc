@@ -262,5 +262,34 @@ TEST(BuildCacheCli, ASourceEditedDuringItsCompileIsNotStoredUnderItsOldContent) 
   EXPECT_EQ(third, second);
 }
 
+// No usable cache directory (no HOME at all; a service account's HOME that does not exist and
+// cannot be made, here under /proc so that root cannot make it either): kiln build runs every job
+// uncached, with one warning that says why, where it used to fail as a whole.
+TEST(BuildCacheCliNoCacheDir, BuildsUncachedWithOneWarning) {
+  if (!which("gcc")) GTEST_SKIP() << "gcc is not installed";
+  TempDirectory dir;
+  std::ofstream(dir.path() / "a.c") << "int a(void) { return 1; }\n";
+  json job = {{"name", "a"}, {"kind", "object"}, {"sources", {(dir.path() / "a.c").string()}}};
+  std::ofstream(dir.path() / "kiln.json") << json{{"jobs", {job}}}.dump();
+  for (const std::optional<std::string>& home :
+       {std::optional<std::string>(), std::optional<std::string>("/proc/nonexistent")}) {
+    SCOPED_TRACE("HOME=" + home.value_or("(unset)"));
+    fs::remove_all(dir.path() / "out");
+    RunResult r = kiln_cli(
+        {"build", (dir.path() / "kiln.json").string(), "--out", (dir.path() / "out").string()},
+        {{"HOME", home},
+         {"KILN_CACHE_DIR", std::nullopt},
+         {"XDG_CACHE_HOME", std::nullopt},
+         {"KILN_NO_CACHE", std::nullopt}});
+    EXPECT_EQ(r.exit_code, 0) << r.output << r.error_output;
+    EXPECT_EQ(testing::count_occurrences(r.error_output,
+                                         "kiln: warning: kiln's kernel cache is not used: "),
+              1u)
+        << r.error_output;
+    EXPECT_NE(r.output.find("1 done"), std::string::npos) << r.output;
+    EXPECT_TRUE(fs::exists(dir.path() / "out" / "a.o"));
+  }
+}
+
 }  // namespace
 }  // namespace kiln

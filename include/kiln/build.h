@@ -120,9 +120,12 @@ struct Report {
   int local_threads = 0;
   // Where -j auto got its number ("sccache-dist: 2 build servers, 4 CPUs"); "" otherwise.
   std::string jobs_source;
+  // Why the cache was not used although it was wanted (it could not be opened: no HOME, a
+  // read-only or unsafe directory), else "": every job then ran uncached.
+  std::string cache_warning;
 };
 
-// Runs the build. Throws only for what stops it as a whole (an unusable out_dir or cache);
+// Runs the build. Throws only for what stops it as a whole (an unusable out_dir);
 // everything a job does is in its JobResult.
 Report run_build(const Manifest& manifest, const Options& options);
 

@@ -181,6 +181,7 @@ Report run_build(const Manifest& manifest, const Options& options) {
   Report report = detail::schedule(manifest, options, threads, runner, local);
   report.local_threads = local > 0 ? std::min(local, threads) : threads;
   report.jobs_source = std::move(jobs_source);
+  report.cache_warning = runner.cache_warning();
   return report;
 }
 

@@ -103,6 +103,18 @@ void store(const DirectCache& direct, const JobRecipe& prepared, const Workspace
   direct.put(headers, bytes, {workspace.work_dir});
 }
 
+// The build's cache: a cache that cannot be opened is a miss for every job, with `warning` saying
+// why, never a failed build (a planted or unsafe directory is still not used).
+Cache open_cache(bool wanted, std::string& warning) {
+  if (!wanted) return Cache::disabled();
+  try {
+    return Cache::open();
+  } catch (const Error& e) {
+    warning = fmt::format("kiln's kernel cache is not used: {}", e.what());
+    return Cache::disabled();
+  }
+}
+
 }  // namespace
 
 BuildRunner::BuildRunner(const Manifest& manifest, const Options& options, int threads,
@@ -111,7 +123,7 @@ BuildRunner::BuildRunner(const Manifest& manifest, const Options& options, int t
       options_(options),
       index_(index_by_name(manifest)),
       out_dir_(fs::absolute(options.out_dir)),
-      cache_(options.use_cache ? Cache::open() : Cache::disabled()),
+      cache_(open_cache(options.use_cache, cache_warning_)),
       tools_(cache_),
       routes_(std::move(routes)),
       sccache_(std::move(sccache)) {

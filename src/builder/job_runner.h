@@ -33,6 +33,9 @@ class BuildRunner final : public JobRunner {
   // The build's output directory, absolute.
   const std::filesystem::path& out_dir() const noexcept { return out_dir_; }
   const Cache& cache() const noexcept { return cache_; }
+  // Why the cache is not used although the build wanted it (it could not be opened: no HOME, a
+  // read-only or unsafe directory; kiln/cache.h), else "": the build then runs uncached.
+  const std::string& cache_warning() const noexcept { return cache_warning_; }
   ToolIdentities& tools() noexcept { return tools_; }
 
  private:
@@ -55,6 +58,7 @@ class BuildRunner final : public JobRunner {
   const Options& options_;
   std::unordered_map<std::string_view, std::size_t> index_;  // the jobs by name
   std::filesystem::path out_dir_;
+  std::string cache_warning_;  // before cache_, which is opened filling it
   Cache cache_;
   ToolIdentities tools_;
   // Each NVRTC worker's TMPDIR (its automatic precompiled headers, 5-13 MB a job, which NVRTC

@@ -296,6 +296,7 @@ int run_build_command(const BuildArgs& args) {
   options.on_event = [&progress](const Event& event) { progress.on_event(event); };
   build::Report report = build::run_build(manifest, options);
   progress.stop();
+  if (!report.cache_warning.empty()) std::cerr << "kiln: warning: " << report.cache_warning << "\n";
   (report_to_stdout ? std::cerr : std::cout) << build::summary_text(report) << std::flush;
   if (report.summary.interrupted) {
     std::cerr << "kiln: interrupted; running jobs were killed and no partial output was kept\n";
