@@ -18,11 +18,17 @@
 //   }
 //
 // Errors from a call: kiln::TimeoutError (the worker was killed, with its whole process group,
-// and is restarted on the next call), kiln::ChildProcessError (the worker died; the message says
-// how: exit code or signal name), kiln::TaskError (the task threw; its type name and message),
-// kiln::ProtocolError (the worker wrote garbage or an oversize frame and was killed).
+// and is restarted on the next call), kiln::ChildProcessError (the worker died, the message says
+// how: exit code or signal name; or its task closed or replaced the worker's answer pipe,
+// descriptor 4, and it was killed), kiln::TaskError (the task threw; its type name and message),
+// kiln::ProtocolError (the worker wrote garbage or an oversize frame and was killed). A worker's
+// death is seen as it happens, from its pidfd, even while a grandchild holds its pipes; a task
+// that ends its worker's process says so first (task_ends_process), so the call fails at once.
 // Workers die with their parent, even when it is SIGKILLed: they are started from one
 // long-lived thread with PR_SET_PDEATHSIG, and they watch their request pipe for a hang-up.
+// A process forked from one that used the pool (fork() copies only the calling thread) starts
+// workers of its own: the starting thread is per process; see Worker and Executor for what a
+// forked child may do with those it inherited.
 // A timeout is reported as soon as the worker's group is SIGKILLed; the worker is reaped once it
 // has died (a large process takes a millisecond or two), by the next use of its Worker or by the
 // Executor's dispatcher. Quick calls in a row are not slowed by waking sleeping CPUs: a worker
@@ -141,7 +147,9 @@ struct WorkerOptions {
 };
 
 // One worker process, started lazily (the seed's PopenWorker). Not thread-safe: one caller at a
-// time. Destroying it kills the process group and reaps the worker.
+// time. Destroying it kills the process group and reaps the worker. In a process forked from the
+// one that made it, a Worker forgets its parent's worker and call (without signalling them: they
+// are the parent's) and starts a worker of its own at the next send().
 class Worker {
  public:
   explicit Worker(WorkerOptions options = {});
@@ -204,7 +212,11 @@ struct ExecutorOptions {
 // traffic; a worker whose calls take a millisecond or more gets one at a time, so long work never
 // waits behind other long work on a busy worker while another is free. Calls sent behind one that
 // crashes or times out never started: they are run again, not failed. Thread-safe: submit from
-// any thread.
+// any thread. The dispatcher never waits for a process that may not have died (a killed worker is
+// reaped once its pidfd says it died), so one misbehaving worker cannot stall the others' calls
+// or deadlines. An Executor belongs to the process that made it: in a process forked from that
+// one, submit() throws kiln::InvalidState, shutdown() does nothing, and the destructor leaves its
+// memory as it is (its thread is not there to join, its locks may be held).
 //
 //   kiln::pool::Executor pool({.workers = 4, .timeout = std::chrono::seconds(2)});
 //   std::future<kiln::Value> f = pool.submit("square", 7);   // f.get() == 49

@@ -12,6 +12,7 @@
 #include <future>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -53,6 +54,17 @@ KILN_TASK(exit_leaving_grandchild, [](const Value& pid_file) -> Value {
     (void)std::fclose(f);
   }
   std::_Exit(7);
+});
+
+// Ends its worker's process the way a Python task's sys.exit does (the notice first), with a
+// process that then takes 30 s to end.
+KILN_TASK(ends_process_slowly, [](const Value&) -> Value {
+  task_ends_process(5);
+  std::this_thread::sleep_for(30s);
+  std::_Exit(5);
+});
+KILN_TASK(zeros, [](const Value& size) -> Value {
+  return Value::binary(std::vector<std::uint8_t>(size.get<std::size_t>()));
 });
 
 // Runs `scenario` on another thread; when it has not finished within `limit`, fails the test
@@ -133,6 +145,71 @@ TEST(AnswerPipe, AnExitIsSeenWhileAGrandchildHoldsIt) {
   });
   std::string grandchild = testing::read_file(pid_file);  // it left the group: the test ends it
   if (!grandchild.empty()) ::kill(std::stoi(grandchild), SIGKILL);
+}
+
+}  // namespace
+}  // namespace kiln::pool
+
+namespace kiln::pool {
+namespace {
+
+TEST(ExitNotice, ATaskThatEndsItsProcessIsACrashAtOnceHoweverLongTheProcessTakes) {
+  bounded(60s, [] {  // the process lingers 30 s: the deadline (2 s) would come first
+    Worker worker;
+    try {
+      worker.call("ends_process_slowly", nullptr, 2s);
+      ADD_FAILURE() << "no error";
+    } catch (const ChildProcessError& e) {
+      EXPECT_NE(std::string(e.what()).find("exited with code 5"), std::string::npos) << e.what();
+    }
+    EXPECT_EQ(worker.call("sleep_ms", 0, 30s), "slept");
+    Executor pool({.workers = 1, .timeout = 2s});
+    std::future<Value> ended = pool.submit("ends_process_slowly", nullptr);
+    std::string message = child_died_message(ended);
+    EXPECT_NE(message.find("exited with code 5"), std::string::npos) << message;
+  });
+}
+
+TEST(ExitNotice, OutsideAWorkerItDoesNothing) {
+  task_ends_process(3);  // this process is no worker: nothing is written, nothing ends
+  Worker worker;
+  EXPECT_EQ(worker.call("sleep_ms", 0, 30s), "slept");
+}
+
+TEST(MessageLimit, AResultOverItFailsTheCallNamingTaskSizeAndLimitAndTheWorkerStays) {
+  Worker worker;
+  Value pid = worker.call("pid", nullptr, 30s);
+  try {
+    worker.call("zeros", kMaxMessageBytes, 120s);
+    ADD_FAILURE() << "no error";
+  } catch (const TaskError& e) {
+    EXPECT_EQ(e.type_name(), "kiln::InvalidArgument");
+    std::string message = e.message();
+    EXPECT_NE(message.find("the result of task 'zeros'"), std::string::npos) << message;
+    EXPECT_NE(message.find(std::to_string(kMaxMessageBytes) + " bytes"), std::string::npos)
+        << message;
+  }
+  EXPECT_EQ(worker.call("pid", nullptr, 30s), pid);
+}
+
+TEST(MessageLimit, ArgumentsOverItAreRefusedNamingTheTask) {
+  Worker worker;
+  std::string message = testing::error_of([&worker] {
+    worker.send("zeros", Value::binary(std::vector<std::uint8_t>(kMaxMessageBytes)));
+  });
+  EXPECT_NE(message.find("the arguments of task 'zeros'"), std::string::npos) << message;
+  EXPECT_EQ(worker.call("sleep_ms", 0, 30s), "slept");
+}
+
+TEST(WorkerWaitFor, IsFalseWhileTheCallRunsAndTrueOnceItEnded) {
+  Worker worker;
+  EXPECT_TRUE(worker.wait_for(0ms));  // nothing in flight: recv() would not wait
+  worker.send("sleep_ms", 2000, 60s);
+  EXPECT_FALSE(worker.wait_for(0ms));
+  int slices = 0;
+  while (!worker.wait_for(50ms)) ++slices;
+  EXPECT_GT(slices, 0);
+  EXPECT_EQ(worker.recv(), "slept");
 }
 
 }  // namespace

@@ -15,6 +15,7 @@
 
 #include <fmt/format.h>
 
+#include "cpu_wait.h"
 #include "frame.h"
 #include "internal/deadline.h"
 #include "internal/fd.h"
@@ -98,6 +99,13 @@ constexpr std::chrono::milliseconds kHangUpGrace{500};
 constexpr std::size_t kMaxDying = 8;
 // A worker that exited is read from at most this many times more.
 constexpr int kExitReads = 64;
+// Past a call's deadline, a worker that is runnable but has had less than kFairShare of CPU
+// since it was last looked at is starved, not slow: it is looked at again kStarvedStep later,
+// until kStarvedGrace past the deadline. A worker that runs (a task spinning on the CPU) or
+// sleeps is timed out at once.
+constexpr std::chrono::milliseconds kStarvedStep{5};
+constexpr std::chrono::milliseconds kStarvedGrace{500};
+constexpr std::uint64_t kFairShareNs = 1'000'000;
 // Where the kernel has no pidfd, how often a waiting Worker looks whether its worker exited.
 constexpr std::chrono::milliseconds kExitCheck{50};
 
@@ -210,6 +218,7 @@ void WorkerProcess::stop(bool reap_now) noexcept {
   board_ = BeginBoard();
   preparation_deadline_.reset();
   hang_up_deadline_.reset();
+  starved_until_.reset();
   requests_.reset();
   responses_.reset();
   outbox_.clear();
@@ -277,6 +286,7 @@ void WorkerProcess::begin_oldest(Clock::time_point now) {
   oldest_began_ = now;
   deadline_.reset();
   preparation_deadline_.reset();
+  starved_until_.reset();
   if (awaited_.empty()) return;
   const Awaited& oldest = awaited_.front();
   if (oldest.kind == Awaited::Kind::ready) deadline_ = now + kStartTimeout;
@@ -306,6 +316,20 @@ bool WorkerProcess::postpone_while_preparing(Clock::time_point now) {
     deadline_ = next && *next < *preparation_deadline_ ? next : preparation_deadline_;
   }
   return !deadline_ || *deadline_ > now;
+}
+
+bool WorkerProcess::postpone_while_starved(Clock::time_point now) {
+  if (awaited_.empty() || awaited_.front().kind != Awaited::Kind::call) return false;
+  std::optional<RunState> state = run_state(child_->pid());
+  if (!state || !state->runnable) return false;
+  if (!starved_until_) {
+    starved_until_ = now + kStarvedGrace;  // runnable at its deadline: look again shortly
+  } else if (now >= *starved_until_ || state->on_cpu_ns - on_cpu_ns_ >= kFairShareNs) {
+    return false;  // it had its share of the CPU, or the grace is over
+  }
+  on_cpu_ns_ = state->on_cpu_ns;
+  deadline_ = now + kStarvedStep;
+  return true;
 }
 
 std::string WorkerProcess::doing() const {
@@ -464,6 +488,7 @@ std::size_t WorkerProcess::expire_if_overdue(Clock::time_point now, const Ended&
   }
   bool preparing = preparation_deadline_.has_value();
   if (postpone_while_preparing(now)) return 0;
+  if (!preparation_deadline_ && postpone_while_starved(now)) return 0;
   const Awaited& oldest = awaited_.front();
   std::string message;
   if (oldest.kind != Awaited::Kind::call) {

@@ -123,6 +123,9 @@ class WorkerProcess {
   // call's own timeout ends, counted from when its task began (the board), or to the next check
   // while it prepares. Returns true when the deadline moved past `now`.
   bool postpone_while_preparing(Clock::time_point now);
+  // At the oldest call's deadline: moves the deadline a little on while the worker waits for a
+  // CPU it is not given (a loaded machine), up to a bound. Returns true when it moved.
+  bool postpone_while_starved(Clock::time_point now);
   enum class Read { again, data, end, stopped };
   // One read from the answer pipe, and every answer it completes: `stopped` when one of them
   // ended the process (then *dropped is set), `end` at end of file or on a read error.
@@ -165,6 +168,10 @@ class WorkerProcess {
   Clock::time_point oldest_began_{};
   // With a preparation_timeout: the end of the oldest call's preparation, until its task began.
   std::optional<Clock::time_point> preparation_deadline_;
+  // Past the oldest call's deadline, while the worker waits for a CPU: when that grace ends, and
+  // the worker's time on a CPU when it was last looked at.
+  std::optional<Clock::time_point> starved_until_;
+  std::uint64_t on_cpu_ns_ = 0;
   std::optional<Clock::duration> typical_call_time_;
 };
 
