@@ -57,17 +57,21 @@ class SccacheProject {
   const fs::path& tmpdir() const { return tmpdir_; }
   fs::path path(const std::string& name) const { return dir_ / name; }
 
-  // A manifest `name`.json of one C object; `gate`: its compiler waits for the file gate + ".go"
-  // after making gate + ".started".
-  fs::path manifest(const std::string& name, const std::string& gate = "") const {
+  // A manifest `name`.json of one C object; `gate`: its compiler (asked anything but --version,
+  // which kiln asks for the cache key) waits for the file gate + ".go" after making gate +
+  // ".started".
+  // `timeout`: the job's, when given.
+  fs::path manifest(const std::string& name, const std::string& gate = "",
+                    std::optional<double> timeout = std::nullopt) const {
     json job = {{"name", name},
                 {"kind", "object"},
                 {"language", "c"},
                 {"code", fmt::format("int {}(void) {{ return 7; }}", name)}};
+    if (timeout) job["timeout"] = *timeout;
     if (!gate.empty()) {
       fs::path cc = dir_ / (gate + "-cc");
       std::ofstream(cc) << fmt::format(
-          "#!/bin/sh\n: > '{0}.started'\ni=0\n"
+          "#!/bin/sh\n[ \"$1\" = --version ] && exec gcc \"$@\"\n: > '{0}.started'\ni=0\n"
           "while [ ! -e '{0}.go' ] && [ $i -lt 1200 ]; do sleep 0.1; i=$((i+1)); done\n"
           "exec gcc \"$@\"\n",
           (dir_ / gate).string());
@@ -199,6 +203,33 @@ TEST(BuildSccacheCli, TheNextBuildRemovesWhatAKilledOnesServersLeftButNotALiveOn
   EXPECT_EQ(project.job_result("live")["status"], "done") << live.log();
   EXPECT_TRUE(minus(project.tmp_entries(), before).empty())
       << "left in TMPDIR:" << listed(minus(project.tmp_entries(), before));
+}
+
+// A job that runs past its limit says so, naming the compile and the limit: kiln's question to
+// its sccache server afterwards (the statistics that say where the job ran) is no run of the
+// job's, and asked under the job's passed deadline it ended at once, "sccache: ... timed out
+// after 0s ... --show-stats", and took the job's place in its log. Asked under a limit of its own,
+// it still says where the job ran.
+TEST(BuildSccacheCli, AJobThatTimesOutSaysSoNotItsStatisticsQuery) {
+  std::optional<fs::path> bin = sccache_bin_dir();
+  if (!bin) GTEST_SKIP() << "sccache is not installed (scripts/install-deps.sh installs it)";
+  SccacheProject project(*bin, {});
+  project.manifest("slow", "gate-slow", 1);
+  RunResult r = project.build("slow");
+  std::ofstream(project.path("gate-slow.go")).flush();  // the compiler sccache's server started
+  EXPECT_EQ(r.exit_code, 1) << r.output << r.error_output;
+  json job = project.job_result("slow");
+  EXPECT_EQ(job["status"], "timeout") << job.dump();
+  std::string log = job["log"].get<std::string>();
+  EXPECT_NE(log.find("(job \"slow\"'s limit of 1s, the manifest's)"), std::string::npos) << log;
+  EXPECT_EQ(log.find("--show-stats"), std::string::npos) << log;
+  EXPECT_EQ(log.find("after 0s"), std::string::npos) << log;
+  for (const json& command : job["command"]) {
+    EXPECT_EQ(command.get<std::string>().find("--show-stats"), std::string::npos)
+        << "kiln's question is no command of the job's: " << job.dump();
+  }
+  // The question was asked, and answered: where the job ran, as sccache's statistics have it.
+  EXPECT_TRUE(job["ran_detail"].get<std::string>().starts_with("sccache: ")) << job.dump();
 }
 
 }  // namespace

@@ -71,6 +71,10 @@ std::optional<Toolchain> toolchain_from_name(std::string_view name);
 
 // A job's timeout when neither the job nor "defaults" gives one.
 inline constexpr double kDefaultTimeoutSeconds = 60;
+// The same for a job a launcher may run on another machine (icecc, distcc, sccache with a
+// scheduler): the first compile of a toolchain there waits for it to be packaged and unpacked,
+// which on a loaded machine takes minutes, not seconds.
+inline constexpr double kDefaultDistributedTimeoutSeconds = 300;
 
 // A manifest that cannot be read as JSON, or whose content breaks a rule of docs/manifest.md.
 class ManifestError : public InvalidArgument {
@@ -103,6 +107,9 @@ struct Job {
   // Seconds; 0 means no limit. Parsed jobs: the job's, else the defaults', else
   // kDefaultTimeoutSeconds.
   double timeout_seconds = 0;
+  // Whether the job or "defaults" gave `timeout_seconds` (else it is kDefaultTimeoutSeconds, and
+  // kiln build gives a distributed job kDefaultDistributedTimeoutSeconds instead).
+  bool timeout_given = false;
   // The job's value, else the defaults' (for the kinds that inherit it), else "".
   std::string cc;
   std::string launcher;  // "" or one of kiln::kLauncherNames

@@ -65,6 +65,9 @@ struct RunResult {
   int signal = 0;
   // True when kiln ended the child because the deadline passed.
   bool timed_out = false;
+  // When timed out: the limit that ended it, in words ("its limit of 5s", or the RunScope's
+  // Limits::deadline_of when the scope's deadline came first), for status_text().
+  std::string limit{};
   // True when kiln ended the child (or did not start it) because the RunScope's cancel
   // descriptor became readable.
   bool cancelled = false;
@@ -82,7 +85,7 @@ struct RunResult {
   // The four fields above as one typed value: cancelled, else timed out, else the signal, else
   // the exit code.
   Ending ending() const noexcept;
-  // "exit code 2", "killed by signal SIGSEGV", "timed out after 1.5s", ...
+  // "exit code 2", "killed by signal SIGSEGV", "timed out after 1.5s (its limit of 1.5s)", ...
   std::string status_text() const;
 };
 
@@ -101,6 +104,9 @@ class RunScope {
   struct Limits {
     std::optional<std::chrono::steady_clock::time_point> deadline{};
     int cancel_fd = -1;
+    // What the deadline is, in words, for the message of a run it ends: "job \"k\"'s limit of
+    // 60s (--timeout)". Empty: "the caller's deadline".
+    std::string deadline_of{};
   };
   // One run() made in the scope: its command line, how it ended and what it printed (stdout,
   // then stderr when apart).

@@ -63,6 +63,17 @@ def workers_import_tests():
         os.environ["PYTHONPATH"] = saved
 
 
+@pytest.fixture(scope="module")
+def kp():
+    """kiln.support.popen_pool, or skip saying why it is missing."""
+    try:
+        from kiln.support import popen_pool  # pylint: disable=import-outside-toplevel
+    except ImportError as error:
+        pytest.skip(f"kiln.support.popen_pool not importable ({error}); it needs the extension "
+                    "kiln._kiln (PYTHONPATH=python:<build>/python)")
+    return popen_pool
+
+
 def process_is_dead(pid):
     """Whether pid is not running: gone, or a zombie (this container's PID 1 may not reap the
     orphans of a killed parent, and a zombie runs nothing)."""

@@ -38,17 +38,6 @@ pytestmark = pytest.mark.usefixtures("workers_import_tests")
 LIMIT_S = 60
 
 
-@pytest.fixture(scope="module")
-def kp():
-    """kiln.support.popen_pool, or skip saying why it is missing."""
-    try:
-        from kiln.support import popen_pool  # pylint: disable=import-outside-toplevel
-    except ImportError as error:
-        pytest.skip(f"kiln.support.popen_pool not importable ({error}); it needs the extension "
-                    "kiln._kiln (PYTHONPATH=python:<build>/python)")
-    return popen_pool
-
-
 def call(worker, fn, *args, timeout=None):
     """send() then recv()."""
     worker.send(fn, args, timeout=timeout)

@@ -40,19 +40,6 @@ RSS_BOUND_KIB = 32 * 1024
 pytestmark = pytest.mark.usefixtures("workers_import_tests")
 
 
-@pytest.fixture(scope="module")
-def kp():
-    """kiln.support.popen_pool, or skip saying why it is missing."""
-    try:
-        from kiln.support import popen_pool  # pylint: disable=import-outside-toplevel
-    except ImportError as error:
-        pytest.skip(f"kiln.support.popen_pool not importable ({error}); it needs the extension "
-                    "kiln._kiln (PYTHONPATH=python:<build>/python)")
-    return popen_pool
-
-
-
-
 def read_pids_until_ready(child, limit=120.0):
     """The pids the child prints ("pid <n>" lines) up to its "ready" line."""
     pids, buffered = [], ""

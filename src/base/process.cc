@@ -180,15 +180,23 @@ RunResult run(const RunOptions& options) {
   if (options.argv.empty()) throw InvalidArgument("run: empty argument vector");
   auto start = Clock::now();
   std::optional<Clock::time_point> deadline;
-  if (options.timeout) deadline = internal::deadline_after<Clock>(start, *options.timeout);
+  RunResult result;
+  if (options.timeout) {
+    deadline = internal::deadline_after<Clock>(start, *options.timeout);
+    result.limit = fmt::format("its limit of {:.3g}s",
+                               std::chrono::duration<double>(*options.timeout).count());
+  }
   RunScope* scope = RunScope::current();
   int cancel_fd = -1;
   if (scope != nullptr) {
-    if (auto d = scope->limits().deadline; d && (!deadline || *d < *deadline)) deadline = d;
+    if (auto d = scope->limits().deadline; d && (!deadline || *d < *deadline)) {
+      deadline = d;
+      const std::string& of = scope->limits().deadline_of;
+      result.limit = of.empty() ? "the caller's deadline" : of;
+    }
     cancel_fd = scope->limits().cancel_fd;
   }
 
-  RunResult result;
   result.command_line = format_command_line(options.argv);
   check_cwd(options.cwd);
   // Cancelled or out of time already: start nothing.
@@ -299,7 +307,9 @@ std::string Ending::text() const {
 std::string RunResult::status_text() const {
   if (cancelled) return "cancelled";
   if (timed_out) {
-    return fmt::format("timed out after {:.3g}s", std::chrono::duration<double>(duration).count());
+    std::string text =
+        fmt::format("timed out after {:.3g}s", std::chrono::duration<double>(duration).count());
+    return limit.empty() ? text : text + " (" + limit + ")";
   }
   if (signal != 0) return fmt::format("killed by signal {}", signal_name(signal));
   return fmt::format("exit code {}", exit_code);

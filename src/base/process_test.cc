@@ -353,5 +353,30 @@ TEST(Process, ATimeoutBeyondTheClockIsNoLimit) {
   }
 }
 
+// A timeout's message names the limit that ended the run: the run's own, or its scope's when that
+// came first (kiln build: the job's, saying where it was set), or "the caller's deadline".
+TEST(Process, ATimeoutNamesTheLimitThatEndedIt) {
+  RunResult own = run({.argv = child_argv("sleep", {"5000"}), .timeout = 100ms});
+  ASSERT_TRUE(own.timed_out);
+  EXPECT_TRUE(own.status_text().ends_with(" (its limit of 0.1s)")) << own.status_text();
+  {
+    RunScope scope({.deadline = std::chrono::steady_clock::now() + 100ms,
+                    .deadline_of = "job \"k\"'s limit of 0.1s, --timeout"});
+    RunResult capped = run({.argv = child_argv("sleep", {"5000"}), .timeout = 5s});
+    ASSERT_TRUE(capped.timed_out);
+    EXPECT_TRUE(capped.status_text().ends_with(" (job \"k\"'s limit of 0.1s, --timeout)"))
+        << capped.status_text();
+    try {
+      check("Compilation error:", {.argv = child_argv("sleep", {"5000"})});
+      FAIL() << "the scope's deadline has passed";
+    } catch (const ToolFailed& e) {
+      EXPECT_NE(e.status().find("job \"k\"'s limit"), std::string::npos) << e.status();
+    }
+  }
+  RunScope unnamed({.deadline = std::chrono::steady_clock::now() + 100ms});
+  RunResult r = run({.argv = child_argv("sleep", {"5000"})});
+  EXPECT_TRUE(r.status_text().ends_with(" (the caller's deadline)")) << r.status_text();
+}
+
 }  // namespace
 }  // namespace kiln

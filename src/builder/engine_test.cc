@@ -53,6 +53,12 @@ class ScriptedRunner final : public JobRunner {
       ran_.push_back(name);
       workers_[name] = worker;
     }
+    {
+      std::lock_guard lock(mutex_);
+      limits_[name] = {limits.deadline_of, limits.deadline
+                                               ? *limits.deadline - std::chrono::steady_clock::now()
+                                               : std::chrono::nanoseconds::max()};
+    }
     Script script = scripts_.count(name) ? scripts_.at(name) : Script{};
     Attempt attempt = wait(script, limits);
     if (local) --local_running_;
@@ -69,6 +75,11 @@ class ScriptedRunner final : public JobRunner {
   int worker_of(const std::string& name) const {
     std::lock_guard lock(mutex_);
     return workers_.at(name);
+  }
+  // Job `name`'s Limits::deadline_of and how far its deadline was when it started.
+  std::pair<std::string, std::chrono::nanoseconds> limit_of(const std::string& name) const {
+    std::lock_guard lock(mutex_);
+    return limits_.at(name);
   }
 
  private:
@@ -105,6 +116,7 @@ class ScriptedRunner final : public JobRunner {
   mutable std::mutex mutex_;
   std::vector<std::string> ran_;
   std::map<std::string, int> workers_;
+  std::map<std::string, std::pair<std::string, std::chrono::nanoseconds>> limits_;
 };
 
 // A manifest of jobs named by `spec`: "name" or "name<dep1,dep2" (inline C code, no file).
@@ -330,6 +342,42 @@ TEST(Scheduler, ATimeoutTheClockCannotHoldIsNoLimit) {
 
 // With a launcher that distributes, -j counts the cluster's slots: jobs that may run elsewhere
 // take the slots above the local ones, and local work never exceeds local_threads.
+// Each job's limit is named where it came from. A job that may run on another machine and
+// has no timeout of its own gets 300 s, not 60: a loaded machine packages a toolchain for minutes
+// before its first remote compile (issue 27 item 14: "timed out" jobs of tiny files).
+TEST(Scheduler, EachJobsLimitIsNamedAndADistributedOneWaitsForPackaging) {
+  Manifest m = parse_manifest_text(
+      R"({"jobs": [{"name": "here", "kind": "object", "language": "c", "code": "int x;"},
+                   {"name": "there", "kind": "object", "language": "c", "code": "int x;"},
+                   {"name": "given", "kind": "object", "language": "c", "code": "int x;",
+                    "timeout": 10}]})",
+      ".", "test");
+  ScriptedRunner runner(m);
+  runner.elsewhere("there");
+  runner.elsewhere("given");
+  schedule(m, {}, 1, runner, 1);
+  auto near = [](std::chrono::nanoseconds left, double seconds) {
+    double s = std::chrono::duration<double>(left).count();
+    return s <= seconds && s > seconds - 5;
+  };
+  auto [here, here_left] = runner.limit_of("here");
+  EXPECT_EQ(here, "job \"here\"'s limit of 60s, the default");
+  EXPECT_TRUE(near(here_left, 60));
+  auto [there, there_left] = runner.limit_of("there");
+  EXPECT_EQ(there,
+            "job \"there\"'s limit of 300s, the default for a job that may run on another machine");
+  EXPECT_TRUE(near(there_left, 300));
+  auto [given, given_left] = runner.limit_of("given");
+  EXPECT_EQ(given, "job \"given\"'s limit of 10s, the manifest's");
+  EXPECT_TRUE(near(given_left, 10));
+
+  ScriptedRunner overridden(m);
+  overridden.elsewhere("there");
+  schedule(m, {.timeout = 2}, 1, overridden, 1);
+  EXPECT_EQ(overridden.limit_of("there").first, "job \"there\"'s limit of 2s, --timeout");
+  EXPECT_TRUE(near(overridden.limit_of("there").second, 2));
+}
+
 TEST(Scheduler, OnlyJobsThatMayRunElsewhereUseTheSlotsAboveTheLocalOnes) {
   Manifest m = manifest_of({"l0", "r0", "r1", "l1", "r2", "r3", "l2", "r4", "l3", "r5"});
   ScriptedRunner runner(m);

@@ -158,8 +158,8 @@ void BuildRunner::perform_and_account(const Recipe& recipe, const Route& route, 
   if (!route.why_local.empty()) attempt.account = {.ran = "local", .detail = route.why_local};
   std::function<EngineAccount()> account;
   if (route.launcher == "sccache" && sccache_) {
-    account = [this, worker, before = sccache_->stats(worker)] {
-      return sccache_account(before, sccache_->stats(worker));
+    account = [this, worker, before = stats_of(worker)] {
+      return sccache_account(before, stats_of(worker));
     };
   } else if (route.launcher == "distcc" || route.launcher == "icecc") {
     account = [log = account_log(route, work), icecc = route.launcher == "icecc"] {
@@ -174,10 +174,22 @@ void BuildRunner::perform_and_account(const Recipe& recipe, const Route& route, 
   try {
     perform(recipe);
   } catch (...) {
-    attempt.account = account();
+    // The job's own error is what it ended with: an account that cannot be had loses it not.
+    try {
+      attempt.account = account();
+    } catch (const Error&) {
+    }
     throw;
   }
   attempt.account = account();
+}
+
+sccache::Stats BuildRunner::stats_of(int worker) {
+  // A query of its own, not one of the job's runs: limited by its own limit, not the job's
+  // deadline, which a job that timed out has passed ("timed out after 0s").
+  const RunScope* job = RunScope::current();
+  RunScope own({.cancel_fd = job != nullptr ? job->limits().cancel_fd : -1});
+  return sccache_->stats(worker);
 }
 
 const fs::path& BuildRunner::work_dir(int worker) {

@@ -45,6 +45,8 @@ class BuildRunner final : public JobRunner {
   // Runs the recipe, with what its launcher says of where it ran in `attempt`.
   void perform_and_account(const Recipe& recipe, const Route& route, int worker,
                            const std::filesystem::path& work, Attempt& attempt);
+  // The statistics of slot `worker`'s sccache server, asked outside the job's deadline.
+  sccache::Stats stats_of(int worker);
   // What the job's launcher needs to account for it: sccache's server of this slot, where
   // icecc logs.
   Launcher::Environment launcher_env(const Route& route, int worker,

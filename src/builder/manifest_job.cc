@@ -144,7 +144,10 @@ void Parser::read_settings(const Json& entry, Job& job, const std::string& where
   if (auto options = strings_at(entry, "options", where)) {
     job.options.insert(job.options.end(), options->begin(), options->end());
   }
-  job.timeout_seconds = timeout_at(entry, where).value_or(defaults_.timeout);
+  std::optional<double> timeout = timeout_at(entry, where);
+  if (!timeout) timeout = defaults_.timeout;
+  job.timeout_given = timeout.has_value();
+  job.timeout_seconds = timeout.value_or(kDefaultTimeoutSeconds);
   std::map<std::string_view, std::string> values;  // the job's, else the defaults' it inherits
   for (std::string_view key : {"cc", "launcher", "toolchain", "arch", "format", "backend"}) {
     if (std::optional<std::string> value = string_at(entry, key, where)) {

@@ -153,7 +153,7 @@ void Parser::read_defaults(const Json& root) {
   }
   const Json& defaults = *it;
   check_keys(defaults, "defaults", kDefaultsKeys);
-  if (auto timeout = timeout_at(defaults, "defaults")) defaults_.timeout = *timeout;
+  defaults_.timeout = timeout_at(defaults, "defaults");
   if (auto options = strings_at(defaults, "options", "defaults")) defaults_.options = *options;
   for (std::string_view key : kDefaultsKeys) {
     if (key == "timeout" || key == "options") continue;

@@ -31,7 +31,7 @@ std::string a_type(const Json& value);
 
 // The value of a manifest's "defaults".
 struct Defaults {
-  double timeout = kDefaultTimeoutSeconds;
+  std::optional<double> timeout;  // "defaults"' timeout, when given
   std::vector<std::string> options;
   std::map<std::string, std::string, std::less<>> strings;  // cc, launcher, ... when given
 };

@@ -190,6 +190,7 @@ TEST_F(ManifestTest, DefaultsApplyToTheKindsTheyFit) {
   const Job& so = m.jobs[0];
   EXPECT_EQ(so.options, (std::vector<std::string>{"-O3", "-g"}));
   EXPECT_EQ(so.timeout_seconds, 0);
+  EXPECT_TRUE(so.timeout_given) << "the defaults' timeout is given too";
   EXPECT_EQ(so.cc, "clang");
   EXPECT_EQ(so.launcher, "ccache");
   EXPECT_EQ(so.toolchain, Toolchain::ndk);
@@ -211,6 +212,7 @@ TEST_F(ManifestTest, NoDefaultsMeansSixtySeconds) {
   Manifest m =
       parse(R"json({"jobs": [{"name": "o", "kind": "object", "sources": ["add.c"]}]})json");
   EXPECT_EQ(m.jobs[0].timeout_seconds, kDefaultTimeoutSeconds);
+  EXPECT_FALSE(m.jobs[0].timeout_given) << "kiln build may give a distributed job longer";
   EXPECT_TRUE(m.jobs[0].options.empty());
   EXPECT_EQ(parse(R"({"jobs": []})").jobs.size(), 0U);
 }

@@ -66,7 +66,8 @@ class Scheduler {
   // The next job to start (taken from the ready ones), or none while every ready job must run
   // locally and the local slots are full. Called with the lock held.
   std::optional<size_t> take_ready();
-  RunScope::Limits limits_of(const Job& job) const;
+  // Job i's deadline from now, and what it is in words.
+  RunScope::Limits limits_of(size_t i) const;
   void settle(size_t i, const Attempt& attempt);
   void skip_dependants(size_t i, const std::string& why);
   void skip_pending(const std::string& why);
@@ -179,10 +180,24 @@ Report Scheduler::run(int threads) {
   return report;
 }
 
-RunScope::Limits Scheduler::limits_of(const Job& job) const {
+RunScope::Limits Scheduler::limits_of(size_t i) const {
+  const Job& job = manifest_.jobs[i];
   RunScope::Limits limits{.cancel_fd = options_.cancel_fd};
-  double timeout = options_.timeout.value_or(job.timeout_seconds);
+  double timeout = job.timeout_seconds;
+  std::string given;
+  if (options_.timeout) {
+    timeout = *options_.timeout;
+    given = "--timeout";
+  } else if (job.timeout_given) {
+    given = "the manifest's";
+  } else if (elsewhere_[i]) {
+    timeout = std::max(timeout, kDefaultDistributedTimeoutSeconds);
+    given = "the default for a job that may run on another machine";
+  } else {
+    given = "the default";
+  }
   limits.deadline = internal::deadline_after_seconds<Clock>(Clock::now(), timeout);
+  limits.deadline_of = fmt::format("job \"{}\"'s limit of {:.3g}s, {}", job.name, timeout, given);
   return limits;
 }
 
@@ -202,7 +217,7 @@ void Scheduler::serve(int worker) {
     result.worker = worker;
     result.start_seconds = seconds_since_start();
     emit(Event::started, result);
-    RunScope::Limits limits = limits_of(manifest_.jobs[i]);
+    RunScope::Limits limits = limits_of(i);
     lock.unlock();
     Attempt attempt = runner_.run(i, limits, worker);
     lock.lock();

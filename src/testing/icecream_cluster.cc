@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <fstream>
 #include <regex>
 #include <sstream>
 #include <thread>
@@ -45,6 +46,9 @@ bool IcecreamCluster::start() {
   }
   // A network name of the cluster's own: no other icecream scheduler is taken for it.
   netname_ = "kiln" + std::to_string(::getpid()) + directory().filename().string();
+  // Each server is a machine of its own, idle but for the cluster's compiles: its iceccd must not
+  // see the load of the one real machine (tests/helpers/idle_host.cc).
+  std::ofstream(directory() / "idle-stat") << read_file("/proc/stat");
   start_scheduler({"icecc-scheduler", "-n", netname_, "-vvv"}, {});
   for (int i = 0; i < options_.servers; ++i) {
     start_daemon("server" + std::to_string(i), {"-m", std::to_string(options_.slots)}, false);
@@ -58,16 +62,10 @@ bool IcecreamCluster::start() {
 void IcecreamCluster::start_daemon(const std::string& node, const std::vector<std::string>& extra,
                                    bool client) {
   // -b must not exist yet: iceccd creates it and hands it to its user.
-  std::vector<std::string> argv{"iceccd",
-                                "-n",
-                                netname_,
-                                "-s",
-                                net().address(0),
-                                "-N",
-                                node,
-                                "-b",
-                                (directory() / (node + "-envs")).string(),
-                                "-vvv"};
+  std::vector<std::string> argv;
+  if (!client) argv = {KILN_TEST_IDLE_HOST, (directory() / "idle-stat").string()};
+  argv.insert(argv.end(), {"iceccd", "-n", netname_, "-s", net().address(0), "-N", node, "-b",
+                           (directory() / (node + "-envs")).string(), "-vvv"});
   argv.insert(argv.end(), extra.begin(), extra.end());
   Environment env{{"ICECC_TEST_SOCKET", (directory() / (node + ".sock")).string()}};
   if (client) {

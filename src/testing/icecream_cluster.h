@@ -23,7 +23,10 @@
 // through ICECC_TEST_SOCKET (read by iceccd and by the icecc client alike: client_env() sets it),
 // and its own environment directory (-b) and log (-l) in the cluster's temp dir. iceccd and
 // icecc-scheduler started as root switch to the `icecc` user (`nobody` without one), so that
-// temp dir is world-writable and sticky, like /tmp.
+// temp dir is world-writable and sticky, like /tmp. The CPU: the daemons share one /proc/stat,
+// and an iceccd on a busy machine reports its host as fully loaded, which the scheduler sends no
+// job; so each server's iceccd runs under kiln_test_idle_host (tests/helpers/idle_host.cc), which
+// shows it a /proc/stat that stands still: an idle host, as a server of its own would be.
 #pragma once
 
 #include <map>

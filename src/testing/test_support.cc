@@ -28,6 +28,7 @@
 #include "kiln/pool.h"
 #include "kiln/process.h"
 #include "kiln/temp_directory.h"
+#include "toolchains/cuda/nvrtc_library.h"
 
 extern char** environ;  // NOLINT(readability-redundant-declaration)
 
@@ -243,6 +244,20 @@ int run_child_mode(int argc, char** argv) {
   if (mode == "tempdirs-hold") return tempdirs_hold(arg(0));
   std::cerr << "unknown child mode " << mode << "\n";
   return 99;
+}
+
+std::string real_nvrtc_for_test(bool pch, std::string& why) {
+  try {
+    std::string real = cuda::internal::nvrtc().path;
+    if (pch && cuda::nvrtc_version() < std::pair{12, 8}) {
+      why = "precompiled headers need NVRTC 12.8";
+      return "";
+    }
+    return real;
+  } catch (const Error& e) {
+    why = std::string("needs NVRTC: ") + e.what();
+    return "";
+  }
 }
 
 std::vector<int> open_fds() {

@@ -44,6 +44,11 @@ void write_tar_gz(const std::filesystem::path& path,
 // How many times `needle` occurs in `haystack` (overlapping occurrences counted).
 size_t count_occurrences(const std::string& haystack, const std::string& needle);
 
+// For the SetUp of a test that runs the NVRTC stand-in in front of the real library: that
+// library's path, or "" and `why` the test skips (no NVRTC; with `pch`, one older than 12.8, which
+// makes no precompiled headers).
+std::string real_nvrtc_for_test(bool pch, std::string& why);
+
 // True when `pid` no longer exists or is a zombie (it has stopped running).
 bool process_gone(pid_t pid);
 

@@ -288,11 +288,20 @@ std::string request_of(const NvrtcJob& job) {
   return {cbor.begin(), cbor.end()};
 }
 
+// The caller's deadline passed `where` ("in kiln's compile server"): said with the limit it was,
+// as the RunScope names it.
+[[noreturn]] void timed_out(std::string_view where) {
+  const RunScope* scope = RunScope::current();
+  std::string of = scope != nullptr ? scope->limits().deadline_of : "";
+  throw TimeoutError(
+      fmt::format("NVRTC compile timed out ({}{}{})", where, of.empty() ? "" : "; ", of));
+}
+
 // The next frame as JSON; std::nullopt (compile here) when the server went away or sent garbage.
 // Throws when the caller's deadline passed or it was cancelled.
 std::optional<nlohmann::json> next_answer(int fd, Deadline deadline, int cancel_fd) {
   FrameRead read = read_frame(fd, deadline, cancel_fd, kMaxAnswer);
-  if (read.timed_out) throw TimeoutError("NVRTC compile timed out (in kiln's compile server)");
+  if (read.timed_out) timed_out("in kiln's compile server");
   if (read.cancelled) throw Cancelled("NVRTC compile cancelled");
   if (!read.cbor) return std::nullopt;
   nlohmann::json answer = nlohmann::json::from_cbor(*read.cbor, true, false);
@@ -313,7 +322,7 @@ bool started(int fd, const std::string& request, Deadline callers, int cancel_fd
     sent = false;
   }
   if (callers && Clock::now() >= *callers) {
-    throw TimeoutError("NVRTC compile timed out (waiting for kiln's compile server)");
+    timed_out("waiting for kiln's compile server");
   }
   if (!sent && Clock::now() >= by) {
     pass_by(fmt::format("it did not start a compile within {} s", kStartedWithin.count()));

@@ -55,12 +55,9 @@ void write(const fs::path& path, const std::string& text) {
 class NvrtcPch : public ::testing::Test {
  protected:
   void SetUp() override {
-    try {
-      real_ = internal::nvrtc().path;
-    } catch (const Error& e) {
-      GTEST_SKIP() << "needs NVRTC: " << e.what();
-    }
-    if (nvrtc_version() < std::pair{12, 8}) GTEST_SKIP() << "precompiled headers need NVRTC 12.8";
+    std::string why;
+    real_ = testing::real_nvrtc_for_test(true, why);
+    if (real_.empty()) GTEST_SKIP() << why;
   }
 
   // Compiles `code` to PTX in a fresh process running in `cwd` (the test directory when empty).

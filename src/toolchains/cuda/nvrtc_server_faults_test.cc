@@ -47,11 +47,9 @@ constexpr const char* kBigKernel =
 class NvrtcServerFaults : public ::testing::Test {
  protected:
   void SetUp() override {
-    try {
-      real_ = internal::nvrtc().path;
-    } catch (const Error& e) {
-      GTEST_SKIP() << "needs NVRTC: " << e.what();
-    }
+    std::string why;
+    real_ = testing::real_nvrtc_for_test(false, why);
+    if (real_.empty()) GTEST_SKIP() << why;
   }
 
   // Compiles `code` for sm_80 in a fresh process with no deadline of its own; `limit` only

@@ -38,12 +38,9 @@ constexpr const char* kBrokenKernel =
 class NvrtcServer : public ::testing::Test {
  protected:
   void SetUp() override {
-    try {
-      real_ = internal::nvrtc().path;
-    } catch (const Error& e) {
-      GTEST_SKIP() << "needs NVRTC: " << e.what();
-    }
-    if (nvrtc_version() < std::pair{12, 8}) GTEST_SKIP() << "precompiled headers need NVRTC 12.8";
+    std::string why;
+    real_ = testing::real_nvrtc_for_test(true, why);
+    if (real_.empty()) GTEST_SKIP() << why;
   }
 
   // Compiles `code` for sm_80 in a fresh process; `seconds`: a deadline for it.
