@@ -71,10 +71,10 @@ Verdict verdict_of(const Attempt& attempt, bool build_cancelled);
 // first failure, a readable options.cancel_fd interrupts the build, never more than `threads`
 // jobs run at once, and never more than `local_threads` of those that do not run_elsewhere().
 // Each job's deadline is options.timeout, else its own timeout_seconds when the manifest gave one,
-// else kDefaultTimeoutSeconds, or kDefaultDistributedTimeoutSeconds for a job that runs_elsewhere();
-// Limits::deadline_of names which ("job \"k\"'s limit of 300s, the default for a job that may run
-// on another machine").
-// Each job's index by its name, for lookups in constant time (Manifest::index_of searches).
+// else kDefaultTimeoutSeconds, or kDefaultDistributedTimeoutSeconds for a job that
+// runs_elsewhere(); Limits::deadline_of names which ("job \"k\"'s limit of 300s, the default for a
+// job that may run on another machine"). Each job's index by its name, for lookups in constant time
+// (Manifest::index_of searches).
 std::unordered_map<std::string_view, std::size_t> index_by_name(const Manifest& manifest);
 
 // local_threads 0: threads.
