@@ -131,7 +131,7 @@ TEST_F(DoctorDistCluster, EveryCheckPassesAndTheProbeRanOnTheBuildServer) {
   std::string server = cluster_->server_address(0);
   EXPECT_NE(text_of(findings["sccache remote compile"]).find(server), std::string::npos);
   // The scheduler's own log agrees that a job ran there.
-  EXPECT_GE(cluster_->completed_jobs()[server], 1) << cluster_->logs();
+  EXPECT_GE(cluster_->completed_jobs(1)[server], 1) << cluster_->logs();
 }
 
 TEST_F(DoctorDistCluster, AWrongClientTokenIsAnAuthFailure) {
@@ -234,7 +234,7 @@ TEST(DoctorDistCli, IcecreamClusterRunsTheProbeOnItsServer) {
   EXPECT_EQ(findings["icecc remote compile"]["status"], "PASS") << r.output << cluster.logs();
   std::string server = cluster.server_address(0);
   EXPECT_NE(text_of(findings["icecc remote compile"]).find(server), std::string::npos);
-  EXPECT_GE(cluster.completed_jobs()[server], 1) << cluster.logs();
+  EXPECT_GE(cluster.completed_jobs(1)[server], 1) << cluster.logs();
 }
 
 TEST(DoctorDistCli, NoIceccDaemon) {

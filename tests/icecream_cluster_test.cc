@@ -56,7 +56,7 @@ TEST(IcecreamCluster, ACompileOnTheClientHostRunsOnAServer) {
   ASSERT_EQ(account.hosts.size(), 1u) << account.detail;
   std::string host = account.hosts[0];
   EXPECT_TRUE(host == cluster.server_address(0) || host == cluster.server_address(1)) << host;
-  EXPECT_EQ(cluster.completed_jobs(), (std::map<std::string, int>{{host, 1}})) << cluster.logs();
+  EXPECT_EQ(cluster.completed_jobs(1), (std::map<std::string, int>{{host, 1}})) << cluster.logs();
 
   RunResult local = run(
       {.argv = {"gcc", "-O2", "-c", (work / "tiny.c").string(), "-o", (work / "local.o").string()},

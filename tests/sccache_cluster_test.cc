@@ -47,7 +47,7 @@ TEST(SccacheCluster, ACompileOnTheClientHostRunsOnTheBuildServer) {
   ASSERT_TRUE(stats.ok()) << stats.error_output;
   nlohmann::json dist = nlohmann::json::parse(stats.output)["stats"]["dist_compiles"];
   EXPECT_EQ(dist.value(cluster.server_address(0), 0), 1) << stats.output;
-  EXPECT_EQ(cluster.completed_jobs()[cluster.server_address(0)], 1) << cluster.logs();
+  EXPECT_EQ(cluster.completed_jobs(1)[cluster.server_address(0)], 1) << cluster.logs();
 }
 
 TEST(SccacheCluster, NothingIsLeftAfterTheDestructor) {

@@ -1,5 +1,7 @@
 #include "testing/cluster_base.h"
 
+#include <thread>
+
 #include "kiln/process.h"
 
 namespace kiln::testing {
@@ -85,6 +87,18 @@ std::vector<pid_t> ClusterBase::pids() const {
   std::vector<pid_t> out;
   for (const auto& process : started_) out.push_back(process->pid());
   return out;
+}
+
+std::map<std::string, int> ClusterBase::completed_jobs(int total,
+                                                       std::chrono::seconds limit) const {
+  auto deadline = std::chrono::steady_clock::now() + limit;
+  for (;;) {
+    std::map<std::string, int> completed = completed_jobs();
+    int sum = 0;
+    for (const auto& [server, jobs] : completed) sum += jobs;
+    if (sum >= total || std::chrono::steady_clock::now() >= deadline) return completed;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
 }
 
 }  // namespace kiln::testing

@@ -20,7 +20,9 @@
 
 #include <sys/types.h>
 
+#include <chrono>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -57,6 +59,14 @@ class ClusterBase {
   // The pids of the scheduler, the servers and the client host's process, in the order they
   // were started (for tests of the harness).
   std::vector<pid_t> pids() const;
+  // Jobs the scheduler saw completed, per server's address, from the scheduler's own log: where
+  // compiles ran, independent of any client's account.
+  virtual std::map<std::string, int> completed_jobs() const = 0;
+  // completed_jobs() once they add up to at least `total`, or when `limit` has passed: a
+  // scheduler logs a job's end when the server reports it, which may come after the client has
+  // its object.
+  std::map<std::string, int> completed_jobs(
+      int total, std::chrono::seconds limit = std::chrono::seconds(30)) const;
   // The temp dir holding configs, sockets and logs; removed by the destructor.
   const std::filesystem::path& directory() const { return dir_.path(); }
 

@@ -29,6 +29,7 @@
 // shows it a /proc/stat that stands still: an idle host, as a server of its own would be.
 #pragma once
 
+#include <chrono>
 #include <map>
 #include <string>
 #include <vector>
@@ -63,7 +64,8 @@ class IcecreamCluster : public ClusterBase {
   std::string server_address(int server) const;
   // Jobs the scheduler saw completed with status 0, per daemon's "address:port", from the
   // scheduler's own log: where compiles ran, independent of any client's account.
-  std::map<std::string, int> completed_jobs() const;
+  std::map<std::string, int> completed_jobs() const override;
+  using ClusterBase::completed_jobs;
 
  private:
   bool start();

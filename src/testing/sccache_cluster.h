@@ -57,7 +57,8 @@ class SccacheCluster : public ClusterBase {
   std::string server_address(int server) const;
   // Jobs the scheduler saw completed, per build server, from its own log: what ran remotely,
   // independent of any client's account.
-  std::map<std::string, int> completed_jobs() const;
+  std::map<std::string, int> completed_jobs() const override;
+  using ClusterBase::completed_jobs;
 
  private:
   bool find_tools();
