@@ -174,28 +174,34 @@ void check_cwd(const std::filesystem::path& cwd) {
   }
 }
 
+// The deadline of a run started at `start`: its own timeout's or the scope's, whichever comes
+// first; `limit` gets that one's words for RunResult::limit.
+std::optional<Clock::time_point> deadline_of_run(const RunOptions& options, const RunScope* scope,
+                                                 Clock::time_point start, std::string& limit) {
+  std::optional<Clock::time_point> deadline;
+  if (options.timeout) {
+    deadline = internal::deadline_after<Clock>(start, *options.timeout);
+    limit = fmt::format("its limit of {:.3g}s",
+                        std::chrono::duration<double>(*options.timeout).count());
+  }
+  if (scope == nullptr) return deadline;
+  if (auto d = scope->limits().deadline; d && (!deadline || *d < *deadline)) {
+    deadline = d;
+    const std::string& of = scope->limits().deadline_of;
+    limit = of.empty() ? "the caller's deadline" : of;
+  }
+  return deadline;
+}
+
 }  // namespace
 
 RunResult run(const RunOptions& options) {
   if (options.argv.empty()) throw InvalidArgument("run: empty argument vector");
   auto start = Clock::now();
-  std::optional<Clock::time_point> deadline;
-  RunResult result;
-  if (options.timeout) {
-    deadline = internal::deadline_after<Clock>(start, *options.timeout);
-    result.limit = fmt::format("its limit of {:.3g}s",
-                               std::chrono::duration<double>(*options.timeout).count());
-  }
   RunScope* scope = RunScope::current();
-  int cancel_fd = -1;
-  if (scope != nullptr) {
-    if (auto d = scope->limits().deadline; d && (!deadline || *d < *deadline)) {
-      deadline = d;
-      const std::string& of = scope->limits().deadline_of;
-      result.limit = of.empty() ? "the caller's deadline" : of;
-    }
-    cancel_fd = scope->limits().cancel_fd;
-  }
+  RunResult result;
+  std::optional<Clock::time_point> deadline = deadline_of_run(options, scope, start, result.limit);
+  int cancel_fd = scope != nullptr ? scope->limits().cancel_fd : -1;
 
   result.command_line = format_command_line(options.argv);
   check_cwd(options.cwd);
@@ -249,7 +255,9 @@ namespace {
 thread_local RunScope* current_scope = nullptr;
 }  // namespace
 
-RunScope::RunScope(Limits limits) : limits_(limits), outer_(current_scope) { current_scope = this; }
+RunScope::RunScope(Limits limits) : limits_(std::move(limits)), outer_(current_scope) {
+  current_scope = this;
+}
 
 RunScope::~RunScope() { current_scope = outer_; }
 

@@ -17,21 +17,23 @@
 
 int main(int argc, char** argv) {
   if (argc < 3) {
-    std::fprintf(stderr, "usage: kiln_test_idle_host STAT_FILE PROGRAM [ARG...]\n");
+    (void)std::fprintf(stderr, "usage: kiln_test_idle_host STAT_FILE PROGRAM [ARG...]\n");
     return 2;
   }
   if (::unshare(CLONE_NEWNS) != 0) {
-    std::fprintf(stderr, "kiln_test_idle_host: unshare(CLONE_NEWNS): %s\n", std::strerror(errno));
+    (void)std::fprintf(stderr, "kiln_test_idle_host: unshare(CLONE_NEWNS): %s\n",
+                       std::strerror(errno));
     return 1;
   }
   // Private first, or the bind mount below would show through to the namespace it came from.
   if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0 ||
       ::mount(argv[1], "/proc/stat", nullptr, MS_BIND, nullptr) != 0) {
-    std::fprintf(stderr, "kiln_test_idle_host: bind %s over /proc/stat: %s\n", argv[1],
-                 std::strerror(errno));
+    (void)std::fprintf(stderr, "kiln_test_idle_host: bind %s over /proc/stat: %s\n", argv[1],
+                       std::strerror(errno));
     return 1;
   }
   ::execvp(argv[2], argv + 2);
-  std::fprintf(stderr, "kiln_test_idle_host: cannot run %s: %s\n", argv[2], std::strerror(errno));
+  (void)std::fprintf(stderr, "kiln_test_idle_host: cannot run %s: %s\n", argv[2],
+                     std::strerror(errno));
   return 127;
 }
