@@ -107,6 +107,11 @@ class RunScope {
     // What the deadline is, in words, for the message of a run it ends: "job \"k\"'s limit of
     // 60s (--timeout)". Empty: "the caller's deadline".
     std::string deadline_of{};
+
+    // deadline_of, or "the caller's deadline" when it is empty: what every message says.
+    std::string deadline_words() const {
+      return deadline_of.empty() ? "the caller's deadline" : deadline_of;
+    }
   };
   // One run() made in the scope: its command line, how it ended and what it printed (stdout,
   // then stderr when apart).

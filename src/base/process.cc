@@ -187,8 +187,7 @@ std::optional<Clock::time_point> deadline_of_run(const RunOptions& options, cons
   if (scope == nullptr) return deadline;
   if (auto d = scope->limits().deadline; d && (!deadline || *d < *deadline)) {
     deadline = d;
-    const std::string& of = scope->limits().deadline_of;
-    limit = of.empty() ? "the caller's deadline" : of;
+    limit = scope->limits().deadline_words();
   }
   return deadline;
 }

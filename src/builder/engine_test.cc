@@ -52,9 +52,6 @@ class ScriptedRunner final : public JobRunner {
       std::lock_guard lock(mutex_);
       ran_.push_back(name);
       workers_[name] = worker;
-    }
-    {
-      std::lock_guard lock(mutex_);
       limits_[name] = {limits.deadline_of, limits.deadline
                                                ? *limits.deadline - std::chrono::steady_clock::now()
                                                : std::chrono::nanoseconds::max()};
@@ -340,8 +337,6 @@ TEST(Scheduler, ATimeoutTheClockCannotHoldIsNoLimit) {
   }
 }
 
-// With a launcher that distributes, -j counts the cluster's slots: jobs that may run elsewhere
-// take the slots above the local ones, and local work never exceeds local_threads.
 // Each job's limit is named where it came from. A job that may run on another machine and
 // has no timeout of its own gets 300 s, not 60: a loaded machine packages a toolchain for minutes
 // before its first remote compile (issue 27 item 14: "timed out" jobs of tiny files).
@@ -378,6 +373,8 @@ TEST(Scheduler, EachJobsLimitIsNamedAndADistributedOneWaitsForPackaging) {
   EXPECT_TRUE(near(overridden.limit_of("there").second, 2));
 }
 
+// With a launcher that distributes, -j counts the cluster's slots: jobs that may run elsewhere
+// take the slots above the local ones, and local work never exceeds local_threads.
 TEST(Scheduler, OnlyJobsThatMayRunElsewhereUseTheSlotsAboveTheLocalOnes) {
   Manifest m = manifest_of({"l0", "r0", "r1", "l1", "r2", "r3", "l2", "r4", "l3", "r5"});
   ScriptedRunner runner(m);

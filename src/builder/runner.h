@@ -66,6 +66,9 @@ struct Verdict {
 // tool ending "cancelled") > timeout > crashed (a signal, or compiler_crashed) > failed.
 Verdict verdict_of(const Attempt& attempt, bool build_cancelled);
 
+// Each job's index by its name, for lookups in constant time (Manifest::index_of searches).
+std::unordered_map<std::string_view, std::size_t> index_by_name(const Manifest& manifest);
+
 // Runs every job of `manifest` through `runner` on `threads` threads: dependants of a job that
 // did not succeed are skipped naming it, without options.keep_going nothing new starts after the
 // first failure, a readable options.cancel_fd interrupts the build, never more than `threads`
@@ -73,10 +76,7 @@ Verdict verdict_of(const Attempt& attempt, bool build_cancelled);
 // Each job's deadline is options.timeout, else its own timeout_seconds when the manifest gave one,
 // else kDefaultTimeoutSeconds, or kDefaultDistributedTimeoutSeconds for a job that
 // runs_elsewhere(); Limits::deadline_of names which ("job \"k\"'s limit of 300s, the default for a
-// job that may run on another machine"). Each job's index by its name, for lookups in constant time
-// (Manifest::index_of searches).
-std::unordered_map<std::string_view, std::size_t> index_by_name(const Manifest& manifest);
-
+// job that may run on another machine").
 // local_threads 0: threads.
 Report schedule(const Manifest& manifest, const Options& options, int threads, JobRunner& runner,
                 int local_threads = 0);

@@ -524,11 +524,10 @@ std::optional<Outcome> WorkerProcess::wait(std::optional<Clock::time_point> unti
     expire_if_overdue(now, ended);
     if (result) break;
     if (scope_deadline && now >= *scope_deadline) {
-      const std::string& of = scope->limits().deadline_of;
       fail(Outcome::Kind::timeout,
            fmt::format("task '{}' ran past its deadline ({}); its worker was killed",
                        awaited_.empty() ? "" : awaited_.front().task,
-                       of.empty() ? "the caller's" : of),
+                       scope->limits().deadline_words()),
            ended, false);
       break;
     }

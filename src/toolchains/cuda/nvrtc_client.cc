@@ -292,9 +292,9 @@ std::string request_of(const NvrtcJob& job) {
 // as the RunScope names it.
 [[noreturn]] void timed_out(std::string_view where) {
   const RunScope* scope = RunScope::current();
-  std::string of = scope != nullptr ? scope->limits().deadline_of : "";
   throw TimeoutError(
-      fmt::format("NVRTC compile timed out ({}{}{})", where, of.empty() ? "" : "; ", of));
+      fmt::format("NVRTC compile timed out ({}; {})", where,
+                  scope != nullptr ? scope->limits().deadline_words() : "the caller's deadline"));
 }
 
 // The next frame as JSON; std::nullopt (compile here) when the server went away or sent garbage.
