@@ -8,11 +8,31 @@ modules that copied a name out of tvm.support before install() (``from tvm.suppo
 import PopenPoolExecutor`` in MetaSchedule's builders and runners, the RPC server) get kiln's too;
 code outside TVM that did so keeps TVM's. Importing this module does not import TVM; install()
 does (ImportError when TVM is not installed).
+
+Which processes install() reaches:
+
+- this process, at once;
+- every process this process starts afterwards, and every process those start: install() sets
+  ``KILN_TVM=1`` in this process's environment, and a process that inherits it installs kiln the
+  moment it imports tvm (kiln._tvm_hook). kiln's pool workers (kiln.support.popen_pool: the pools
+  of MetaSchedule's LocalBuilder and LocalRunner and of TVM's RPC server once kiln is installed)
+  do that themselves; any other Python process (``python -m tvm.exec.rpc_server``, TVM's own
+  popen workers, a subprocess running a script) does it through the ``kiln-tvm.pth`` file that
+  the kiln wheel puts in site-packages, so it needs kiln installed in its interpreter (a process
+  that only has this checkout on PYTHONPATH reads no .pth file);
+- not processes started with an environment of their own that drops KILN_TVM, nor processes
+  already running.
+
+uninstall() gives TVM back its own functions here and removes KILN_TVM from the environment, so
+processes started afterwards keep TVM's; processes already started keep what they have.
 """
 
 import importlib
+import os
 import sys
 import threading
+
+from ._tvm_hook import VARIABLE
 
 __all__ = ["install", "installed", "original", "uninstall"]
 
@@ -112,6 +132,7 @@ def install():
 
         _attributes[("", "describe")] = _tvm_module("").describe
         _tvm_module("").describe = support.describe
+        os.environ[VARIABLE] = "1"  # what this process starts installs kiln too
         for global_name, (module, name) in GLOBALS.items():
             function = dict(_replacements(module)).get(name)
             if function is None:
@@ -141,3 +162,4 @@ def uninstall():
         _attributes.clear()
         _globals.clear()
         _copies.clear()
+        os.environ.pop(VARIABLE, None)

@@ -13,6 +13,9 @@ KeyboardInterrupt, or os._exit) tells the parent first: the call fails with Chil
 ("exited with code N") at once, however long the process then takes to end (tens of
 milliseconds once TVM is loaded) and however short the call's timeout. The worker then ends at
 once, without atexit hooks, as a task's os._exit would: the parent kills its process group.
+
+A worker started with ``KILN_TVM=1`` in its environment (by a process where kiln.tvm.install()
+is in effect) installs kiln into TVM the moment a task imports tvm (kiln._tvm_hook).
 """
 
 import os
@@ -119,6 +122,10 @@ def run(payload):
 
 def main():
     """Serve the parent that started this process; returns the exit status."""
+    from kiln import _tvm_hook  # pylint: disable=import-outside-toplevel
+
+    if _tvm_hook.wanted():  # started by a process with kiln installed in TVM: so is this one
+        _tvm_hook.arm()
     os._exit = _exit_telling_the_parent  # pylint: disable=protected-access
     status = native.serve_pool_worker(sys.argv, run)
     if status is None:

@@ -1,0 +1,113 @@
+"""kiln in every process a TVM workflow starts: install() in the parent, or KILN_TVM=1.
+
+A TVM user's program (tvm_probe_driver.py) starts a MetaSchedule LocalBuilder worker, a
+LocalRunner worker, an RPC server, TVM's own PopenWorker and a plain subprocess; each reports
+whether its tvm.support functions and its CUDA callback are kiln's. The program runs in a Python
+environment where kiln is installed as the wheel installs it: its site-packages holds the
+kiln-tvm.pth file of this checkout (and a .pth putting this checkout, its build and the
+project's venv on the path), so the startup hook is the one users get.
+"""
+
+import json
+import os
+import site
+import subprocess
+import sys
+
+import pytest
+
+from conftest import TESTS_DIR, tvm_module
+
+import kiln
+
+PTH = os.path.join(os.path.dirname(TESTS_DIR), "kiln-tvm.pth")
+KINDS = ("parent", "local_builder_worker", "local_runner_worker", "rpc_server",
+         "tvm_popen_worker", "subprocess")
+FUNCTIONS = ("create_shared", "tar", "compile_cuda", "tvm_callback_cuda_compile")
+
+
+@pytest.fixture(scope="module", name="kiln_python")
+def fixture_kiln_python(tmp_path_factory):
+    """An interpreter whose site-packages has kiln as the wheel puts it there (kiln-tvm.pth)."""
+    tvm_module("cc")
+    root = tmp_path_factory.mktemp("kiln-site")
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(root / "venv")],
+                   check=True)
+    python = root / "venv" / "bin" / "python"
+    purelib = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                             check=True, capture_output=True, text=True).stdout.strip()
+    # Read before kiln-tvm.pth (site reads .pth files in name order): where kiln, TVM and the
+    # tests' packages are.
+    paths = [*kiln.__path__, *site.getsitepackages()]
+    with open(os.path.join(purelib, "00-kiln-checkout.pth"), "w", encoding="utf-8") as file:
+        file.write("".join(f"{os.path.dirname(p) if p in kiln.__path__ else p}\n" for p in paths))
+    with open(PTH, encoding="utf-8") as source, \
+            open(os.path.join(purelib, "kiln-tvm.pth"), "w", encoding="utf-8") as target:
+        target.write(source.read())
+    return str(python)
+
+
+def run_driver(kiln_python, mode, tmp_path, kiln_tvm):
+    """Run the driver in `mode`; returns {kind: report}."""
+    env = dict(os.environ, KILN_PROBE_DIR=str(tmp_path), PYTHONPATH=TESTS_DIR)
+    env.pop("KILN_TVM", None)
+    if kiln_tvm:
+        env["KILN_TVM"] = "1"
+    done = subprocess.run([kiln_python, os.path.join(TESTS_DIR, "tvm_probe_driver.py"), mode],
+                          env=env, capture_output=True, text=True, timeout=600, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    reports = {}
+    for kind in KINDS:
+        path = tmp_path / f"{kind}.json"
+        assert path.exists(), f"no report from the {kind}: {done.stderr[-4000:]}"
+        reports[kind] = json.loads(path.read_text())
+    assert len({report["pid"] for report in reports.values()}) == len(KINDS)  # all distinct
+    return reports
+
+
+def owners(reports):
+    return {kind: {name: reports[kind][name] for name in FUNCTIONS} for kind in KINDS}
+
+
+@pytest.mark.parametrize("mode,kiln_tvm", [("parent", False), ("env", True)])
+def test_every_process_runs_kiln(kiln_python, tmp_path, mode, kiln_tvm):
+    reports = owners(run_driver(kiln_python, mode, tmp_path, kiln_tvm))
+    assert reports == {kind: dict.fromkeys(FUNCTIONS, "kiln") for kind in KINDS}
+
+
+@pytest.mark.parametrize("mode", ["uninstalled", "none"])
+def test_without_kiln_every_process_runs_tvm(kiln_python, tmp_path, mode):
+    reports = owners(run_driver(kiln_python, mode, tmp_path, False))
+    assert reports == {kind: dict.fromkeys(FUNCTIONS, "tvm") for kind in KINDS}
+
+
+def test_the_hook_costs_nothing_without_the_variable(kiln_python):
+    """KILN_TVM unset: the .pth imports nothing of kiln; set: it arms the hook and imports
+    neither TVM nor kiln's extension until tvm is imported."""
+    code = ("import sys; print(sorted(m for m in sys.modules if m.split('.')[0] in "
+            "('kiln', 'tvm', 'tvm_ffi')))")
+    env = {k: v for k, v in os.environ.items() if k != "KILN_TVM"}
+    unset = subprocess.run([kiln_python, "-c", code], env=env, check=True,
+                           capture_output=True, text=True)
+    assert unset.stdout.strip() == "[]", unset.stdout
+    armed = subprocess.run([kiln_python, "-c", code], env=dict(env, KILN_TVM="1"), check=True,
+                           capture_output=True, text=True)
+    assert armed.stdout.strip() == "['kiln', 'kiln._tvm_hook']", armed.stdout
+
+
+def test_a_failing_install_does_not_break_import_tvm(kiln_python, tmp_path):
+    """kiln that cannot install (its extension missing here) warns and leaves TVM working."""
+    shadow = tmp_path / "kiln"
+    shadow.mkdir()
+    real = os.path.dirname(kiln.__file__)
+    for name in ("__init__.py", "_tvm_hook.py", "tvm.py"):
+        (shadow / name).write_text(open(os.path.join(real, name), encoding="utf-8").read())
+    (shadow / "support").mkdir()
+    (shadow / "support" / "__init__.py").write_text("raise ImportError('no kiln._kiln here')\n")
+    env = dict(os.environ, KILN_TVM="1", PYTHONPATH=str(tmp_path))
+    done = subprocess.run(
+        [kiln_python, "-c", "import tvm.support.cc as cc; print(cc.create_shared.__module__)"],
+        env=env, capture_output=True, text=True, check=False, cwd=str(tmp_path))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "tvm.support.cc"
+    assert "kiln.tvm.install() failed" in done.stderr and "no kiln._kiln here" in done.stderr
