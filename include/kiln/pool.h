@@ -47,6 +47,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <variant>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -144,7 +145,58 @@ struct WorkerOptions {
   // itself may take this long. A task that never reports is held to this limit alone.
   // std::nullopt: timeouts count from when the worker takes the call.
   std::optional<std::chrono::milliseconds> preparation_timeout{};
+  // Fork the worker from this process's template for `command` (prepare_template) when one is
+  // ready, instead of starting the program afresh; otherwise (none ready, or it cannot fork
+  // safely) start it as usual. Only for a `command` whose program calls serve_template().
+  bool from_template = false;
 };
+
+// Warm worker templates. A template is a process of the worker program, started here with the
+// two arguments serve_template() looks for, that prepares once what the workers' tasks need (a
+// Python template imports the modules `names`) and then forks each new worker from itself, so
+// that a worker is ready in milliseconds however long the preparation took. One per worker
+// program and working directory in each process (and per environment, less
+// PYTEST_CURRENT_TEST: a forked worker gets the environment of its request), started from
+// the pool's spawning thread: it dies with this process. Forked workers are this process's own
+// children (CLONE_PARENT), so they are timed out, killed, reaped and reported exactly like
+// started ones.
+//
+// Starts, in the background, a template for workers of `command` that prepares `names` (all
+// names asked for so far, in order), unless one that has them is ready or being prepared. One
+// that is ready keeps serving until the new one is. Returns true when it started one.
+bool prepare_template(const std::vector<std::string>& command,
+                      const std::vector<std::string>& names);
+// Waits up to `limit` for a template of `command` to be ready; true once one is.
+bool wait_for_template(const std::vector<std::string>& command, std::chrono::milliseconds limit);
+// What this process's templates did: workers forked, plain starts because none could fork (and
+// the last reason why), templates started and lost.
+struct TemplateStats {
+  std::uint64_t forks = 0;
+  std::uint64_t fallbacks = 0;
+  std::uint64_t started = 0;
+  std::uint64_t lost = 0;
+  std::string last_reason{};
+};
+TemplateStats template_stats();
+
+// The template's side, what a worker program calls when its last two arguments are the ones a
+// template gets. `prepare` runs once with the names; the fork hooks run around every fork (a
+// Python program passes PyOS_BeforeFork, PyOS_AfterFork_Parent and PyOS_AfterFork_Child).
+// Returns, in the template, its exit status once the parent is gone; in each worker it forked,
+// the worker's arguments (for serve_worker) and its environment ("NAME=value" each, already
+// set in environ: a Python caller updates os.environ from it).
+struct TemplateHooks {
+  std::function<std::vector<std::string>(const std::vector<std::string>& names)> prepare;
+  std::function<void()> before_fork;
+  std::function<void()> after_fork_in_parent;
+  std::function<void()> after_fork_in_child;
+};
+struct ForkedWorker {
+  std::vector<std::string> args;
+  std::vector<std::string> environment;
+};
+std::variant<int, ForkedWorker> serve_template(const std::vector<std::string>& args,
+                                               const TemplateHooks& hooks);
 
 // One worker process, started lazily (the seed's PopenWorker). Not thread-safe: one caller at a
 // time. Destroying it kills the process group and reaps the worker. In a process forked from the

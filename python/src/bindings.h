@@ -38,5 +38,8 @@ void bind_cuda(pybind11::module_& m);
 // kiln::pool: workers and executors running pickled Python calls (kiln.support.popen_pool), the
 // worker program's serve loop, kill_child_processes.
 void bind_pool(pybind11::module_& m);
+// Warm worker templates: prepare_template, wait_for_template, template_stats,
+// serve_pool_template (pool_template.cc); called by bind_pool.
+void bind_pool_template(pybind11::module_& m);
 
 }  // namespace kiln::python

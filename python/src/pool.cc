@@ -97,6 +97,7 @@ WorkerOptions worker_options(const py::kwargs& kw) {
   options.stdout_fd = kw["stdout_fd"].cast<std::optional<int>>();
   options.stderr_fd = kw["stderr_fd"].cast<std::optional<int>>();
   options.preparation_timeout = millis(kw["preparation_ms"].cast<std::optional<long long>>());
+  options.from_template = kw.contains("from_template") && kw["from_template"].cast<bool>();
   return options;
 }
 
@@ -286,6 +287,7 @@ std::optional<int> serve_pool_worker(const std::vector<std::string>& args, py::f
 }  // namespace
 
 void bind_pool(py::module_& m) {
+  bind_pool_template(m);
   bind_worker(m);
   bind_executor(m);
   m.def("serve_pool_worker", &serve_pool_worker, py::arg("args"), py::arg("handler"));

@@ -509,9 +509,12 @@ def test_kiln_output_survives_a_killed_task(kp, tmp_path, monkeypatch):
     assert "printed-before-the-kill" in path.read_text()
 
 
-def test_kiln_worker_imports_only_what_its_tasks_need(kp):
-    # A worker starts with kiln's extension alone: cloudpickle and TVM are imported when a call
-    # needs them (plain pickle reads a by-reference function), which keeps a cold start short.
+def test_kiln_worker_imports_only_what_its_tasks_need(kp, monkeypatch):
+    # A worker started afresh has kiln's extension alone: cloudpickle and TVM are imported when a
+    # call needs them (plain pickle reads a by-reference function), which keeps a cold start
+    # short. (One forked from the worker template has what earlier tasks imported:
+    # test_popen_pool_template.py.)
+    monkeypatch.setenv("KILN_POOL_TEMPLATE", "0")
     worker = kp.PopenWorker()
     try:
         assert call(worker, tasks.has_modules, "cloudpickle", "tvm", "kiln._kiln") == ["kiln._kiln"]

@@ -21,6 +21,10 @@ namespace kiln::internal {
 inline constexpr const char* kWorkerFlag = "--kiln-pool-worker";
 // argv[1] of a program re-executed as a service (pool.h, service_command).
 inline constexpr const char* kServiceFlag = "--kiln-service";
+// The last two arguments of a worker template (pool.h, prepare_template): this flag and the
+// parent's pid. Its control socket (SOCK_SEQPACKET, pool/template.cc) is its fd 3.
+inline constexpr const char* kTemplateFlag = "--kiln-pool-template";
+inline constexpr int kTemplateFd = 3;
 inline constexpr int kRequestFd = 3;
 inline constexpr int kResponseFd = 4;
 // Where the parent hands down the worker's BeginBoard (pool/begin_board.h).

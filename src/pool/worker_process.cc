@@ -24,68 +24,12 @@
 #include "kiln/pool.h"
 #include "kiln/process.h"
 #include "protocol.h"
+#include "spawner.h"
+#include "template.h"
 #include "worker_process.h"
 
 namespace kiln::internal {
 namespace {
-
-// Starts every worker from one thread that lives as long as the process: PR_SET_PDEATHSIG fires
-// when the thread that started a child exits, so a worker started from a short-lived thread
-// would otherwise be killed with that thread. One per process: fork() copies only the thread
-// that calls it, so a forked child has its parent's Spawner but not its thread (and maybe a
-// lock another thread held at the fork); it makes its own and leaves the copy untouched.
-class Spawner {
- public:
-  static Child spawn(const SpawnSpec& spec) {
-    Spawner& spawner = of_this_process();
-    std::packaged_task<Child()> job([&spec] { return Child::spawn(spec); });
-    std::future<Child> result = job.get_future();
-    {
-      std::lock_guard lock(spawner.mutex_);
-      spawner.jobs_.push_back(std::move(job));
-    }
-    spawner.wake_.notify_one();
-    return result.get();
-  }
-
- private:
-  explicit Spawner(pid_t owner) : owner_(owner) {}
-
-  // Without a lock: one that a thread of the parent held at the fork would stay held here.
-  static Spawner& of_this_process() {
-    static std::atomic<Spawner*> current{nullptr};
-    pid_t self = ::getpid();
-    Spawner* spawner = current.load(std::memory_order_acquire);
-    while (spawner == nullptr || spawner->owner_ != self) {
-      // NOLINTNEXTLINE(cppcoreguidelines-owning-memory): lives as long as the process
-      auto* fresh = new Spawner(self);
-      if (current.compare_exchange_strong(spawner, fresh, std::memory_order_acq_rel)) {
-        fresh->start();  // the parent's copy is never touched again
-        return *fresh;
-      }
-      delete fresh;  // NOLINT(cppcoreguidelines-owning-memory): another thread's won
-    }
-    return *spawner;
-  }
-
-  void start() {
-    std::thread([this] {
-      for (;;) {
-        std::unique_lock lock(mutex_);
-        wake_.wait(lock, [this] { return !jobs_.empty(); });
-        std::packaged_task<Child()> job = std::move(jobs_.front());
-        jobs_.pop_front();
-        lock.unlock();
-        job();
-      }
-    }).detach();
-  }
-
-  const pid_t owner_;
-  std::mutex mutex_;
-  std::condition_variable wake_;
-  std::deque<std::packaged_task<Child()>> jobs_;
-};
 
 constexpr std::chrono::seconds kStartTimeout{60};
 constexpr const char* kStartHint =
@@ -178,7 +122,8 @@ void WorkerProcess::start() {
   spec.fds.emplace_back(board.fd(), kBoardFd);
   spec.fds.emplace_back(options_.stdout_fd.value_or(output ? output.get() : 1), 1);
   spec.fds.emplace_back(options_.stderr_fd.value_or(output ? output.get() : 2), 2);
-  child_ = Spawner::spawn(spec);
+  if (options_.from_template) child_ = fork_from_template(spec);
+  if (!child_) child_ = Spawner::spawn(spec);
   board.close_fd();
   requests_ = std::move(to_worker.write);
   responses_ = std::move(from_worker.read);

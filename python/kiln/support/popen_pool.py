@@ -48,6 +48,8 @@ __all__ = [
     "PopenWorker",
     "StatusKind",
     "kill_child_processes",
+    "template_stats",
+    "warm",
 ]
 
 # The worker program: unbuffered, so that output survives a kill.
@@ -55,6 +57,8 @@ _WORKER = ("-u", "-m", "kiln.support.popen_worker")
 # How long a call may take to unpickle its function (importing its modules) before its own
 # timeout starts; tvm.support has no limit, a hung import would hang the caller forever.
 _PREPARATION_MS = 600_000
+# The command of every worker (and of the worker template) this process starts.
+_COMMAND = (sys.executable, *_WORKER)
 
 
 def kill_child_processes(pid):
@@ -191,6 +195,76 @@ def _stream_fd(stream, name, stdout_fd, keep):
     raise TypeError(f"{name} must be None, a file descriptor, a file object or DEVNULL")
 
 
+class _Template:
+    """This process's warm worker template (kiln::pool::prepare_template): a worker process that
+    has imported what the tasks need, from which new workers are forked in milliseconds.
+
+    What it imports, in order: the modules named by warm(), the modules of the functions and
+    initializers sent to workers, and what the workers imported while they ran their tasks (each
+    answer says). It is rebuilt in the background when that grows, and used by every
+    PopenWorker and PopenPoolExecutor of this process while KILN_POOL_TEMPLATE is not "0".
+    """
+
+    lock = threading.Lock()
+    wanted = []
+    seen = set(sys.builtin_module_names) | {"__main__", "__mp_main__", None}
+
+    @staticmethod
+    def enabled():
+        return os.environ.get("KILN_POOL_TEMPLATE", "1") != "0"
+
+    @classmethod
+    def want(cls, names):
+        """Ask for `names` too; starts the template (again) when one is new."""
+        with cls.lock:
+            new = [name for name in names if name not in cls.seen]
+            if not new:
+                return
+            cls.seen.update(new)
+            cls.wanted.extend(new)
+            wanted = list(cls.wanted)
+        if cls.enabled():
+            native.prepare_template(list(_COMMAND), wanted)
+
+    @classmethod
+    def want_module_of(cls, function):
+        """Ask for the module that defines `function` (a lookup, when it is known already)."""
+        name = getattr(function, "__module__", None)
+        if name not in cls.seen:
+            cls.want([name])
+
+
+def warm(modules=(), timeout=None):
+    """Prepare this process's worker template: a process that imports `modules` (and what the
+    pool learned so far) once, from which every new worker is forked.
+
+    Parameters
+    ----------
+    modules : Iterable[str]
+        Modules the tasks will need (e.g. ["tvm", "tvm.s_tir.tensor_intrin"]).
+
+    timeout : float
+        Wait up to this many seconds for the template to be ready; None: do not wait.
+
+    Returns
+    -------
+    ready : bool
+        Whether a template is ready now (always False with KILN_POOL_TEMPLATE=0).
+    """
+    _Template.want(list(modules))
+    if not _Template.enabled():
+        return False
+    if not _Template.wanted:
+        native.prepare_template(list(_COMMAND), [])
+    return bool(native.wait_for_template(list(_COMMAND), float(timeout or 0)))
+
+
+def template_stats():
+    """What this process's worker templates did: {"forks", "fallbacks", "started", "lost",
+    "last_reason"} (why the last worker was started afresh instead of forked)."""
+    return native.template_stats()
+
+
 class _Setup:
     """What every (re)start of a worker gets: command, initializer, uses, output."""
 
@@ -199,8 +273,11 @@ class _Setup:
             raise TypeError(f"initializer must be callable for {who}")
         self.keep = []  # files opened here (DEVNULL) stay open as long as the workers may start
         stdout_fd = _stream_fd(stdout, "stdout", None, self.keep)
+        if initializer is not None:
+            _Template.want_module_of(initializer)
         self.options = {
-            "command": [sys.executable, *_WORKER],
+            "command": list(_COMMAND),
+            "from_template": _Template.enabled(),
             "initializer": None if initializer is None else _dumps(initializer, initargs, None),
             "max_uses": int(maximum_uses or 0),
             "stdout_fd": stdout_fd,
@@ -233,7 +310,10 @@ def _exception(end):
 def _unwrap(end):
     """The result a call's end carries, or raise what it stands for."""
     if end[0] == "ok":
-        return pickle.loads(end[1])
+        value, learned = pickle.loads(end[1])
+        if learned:
+            _Template.want(learned)
+        return value
     raise _exception(end)
 
 
@@ -301,6 +381,7 @@ class PopenWorker:
         ----
         recv() the result before the next send.
         """
+        _Template.want_module_of(fn)
         self._native.send(_checked(_dumps(fn, args, kwargs), fn), _millis(timeout))
 
     def recv(self):
@@ -508,6 +589,7 @@ class PopenPoolExecutor:
     def submit(self, fn, *args, **kwargs) -> concurrent.futures.Future:
         """Submit the call ``fn(*args, **kwargs)``; returns its concurrent.futures.Future."""
         self._check_process()
+        _Template.want_module_of(fn)
         payload = _checked(_dumps(fn, args, kwargs), fn)
         future = concurrent.futures.Future()
         self._native.submit(self._register(future), (payload,))
@@ -519,6 +601,7 @@ class PopenPoolExecutor:
         Every call is submitted at once; the results are yielded as the caller iterates.
         """
         self._check_process()
+        _Template.want_module_of(fn)
         payloads = [_checked(_dumps(fn, (item,), None), fn) for item in iterator]
         futures = [concurrent.futures.Future() for _ in payloads]
         self._native.submit(self._register(futures), payloads)

@@ -14,10 +14,16 @@ KeyboardInterrupt, or os._exit) tells the parent first: the call fails with Chil
 milliseconds once TVM is loaded) and however short the call's timeout. The worker then ends at
 once, without atexit hooks, as a task's os._exit would: the parent kills its process group.
 
+An answer carries, beside the result, the modules the worker imported since its last answer:
+the parent's worker template (popen_pool.warm) imports them, so that the workers forked from it
+have them already. Started as a template (its last two arguments ``--kiln-pool-template PID``),
+this program imports what the parent names and forks a worker for each of its requests.
+
 A worker started with ``KILN_TVM=1`` in its environment (by a process where kiln.tvm.install()
 is in effect) installs kiln into TVM the moment a task imports tvm (kiln._tvm_hook).
 """
 
+import importlib
 import os
 import pickle
 import sys
@@ -106,7 +112,7 @@ def run(payload):
     except BaseException as error:  # pylint: disable=broad-except
         _exit_for(error)
     try:
-        data = _dumps(value)
+        data = _dumps((value, _learned()))
     except Exception as error:  # pylint: disable=broad-except
         text = f"the result of {getattr(fn, '__qualname__', fn)!r} cannot be pickled: {error}"
         return _failure(type(error)(text), text)
@@ -120,14 +126,62 @@ def run(payload):
     return (True, data)
 
 
+# The modules this worker had when it last told the parent what it imported.
+_known = set()
+# Never worth a template's import: they are not modules another process can import.
+_UNIMPORTABLE = frozenset(("__main__", "__mp_main__"))
+
+
+def _learned():
+    """The modules imported since the last answer (None: none), for the parent's template."""
+    if len(sys.modules) == len(_known):
+        return None
+    new = [name for name in list(sys.modules) if name not in _known]
+    _known.update(new)
+    new = [name for name in new if name not in _UNIMPORTABLE]
+    return new or None
+
+
+def _prepare(names):
+    """A template's preparation: import `names`, in order; returns those that failed."""
+    failed = []
+    for name in names:
+        try:
+            importlib.import_module(name)
+        except (Exception, SystemExit):  # pylint: disable=broad-except
+            failed.append(name)
+    return failed
+
+
+def _adopt_environment(environment):
+    """A worker forked from a template: os.environ becomes the environment of its request
+    (already in the C library's environ)."""
+    wanted = dict(entry.split("=", 1) for entry in environment if "=" in entry)
+    for name in [name for name in os.environ if name not in wanted]:
+        del os.environ[name]
+    for name, value in wanted.items():
+        if os.environ.get(name) != value:
+            os.environ[name] = value
+
+
 def main():
-    """Serve the parent that started this process; returns the exit status."""
+    """Serve the parent that started this process (or, as a template, fork the workers that do);
+    returns the exit status."""
     from kiln import _tvm_hook  # pylint: disable=import-outside-toplevel
 
     if _tvm_hook.wanted():  # started by a process with kiln installed in TVM: so is this one
         _tvm_hook.arm()
     os._exit = _exit_telling_the_parent  # pylint: disable=protected-access
-    status = native.serve_pool_worker(sys.argv, run)
+    args = sys.argv
+    if len(args) >= 3 and args[-2] == "--kiln-pool-template":
+        served = native.serve_pool_template(args, _prepare)
+        if isinstance(served, int):
+            return served
+        args, environment = served  # a worker, forked from this template
+        _adopt_environment(environment)
+        sys.argv = list(args)
+    _known.update(sys.modules)
+    status = native.serve_pool_worker(args, run)
     if status is None:
         print(
             "kiln.support.popen_worker: started by kiln.support.popen_pool, not by hand",

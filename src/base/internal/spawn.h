@@ -45,6 +45,10 @@ class Child {
   // Starts the child. Throws ToolNotFound / ToolNotExecutable when exec fails for that reason,
   // SystemError otherwise.
   static Child spawn(const SpawnSpec& spec);
+  // Takes on `pid`, a child of this process that was not spawned here (a pool worker that a
+  // template forked with CLONE_PARENT), and puts it in a process group of its own, as spawn()
+  // does (the child does the same: whichever runs first).
+  static Child adopt(pid_t pid);
 
   Child(Child&& other) noexcept;
   Child& operator=(Child&& other) noexcept;

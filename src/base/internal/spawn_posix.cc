@@ -186,6 +186,12 @@ Child Child::spawn(const SpawnSpec& spec) {
   return Child(pid, spec.new_process_group);
 }
 
+Child Child::adopt(pid_t pid) {
+  (void)::setpgid(pid, pid);  // fails only once the child did it, or died: both fine
+  tell_guard(pid, true);
+  return Child(pid, true);
+}
+
 void set_guard_fd(int fd) noexcept { guard_fd.store(fd); }
 
 Child::Child(pid_t pid, bool own_group) noexcept

@@ -1,0 +1,64 @@
+// Warm worker templates for kiln.support.popen_pool (kiln::pool::prepare_template and
+// serve_template): the parent names what a template imports; the template's side forks with
+// Python's own fork hooks around it, as os.fork() does.
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <chrono>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "bindings.h"
+#include "kiln/pool.h"
+
+namespace py = pybind11;
+
+namespace kiln::python {
+namespace {
+
+// The template's life: None in a worker it forked (which then serves; its arguments and
+// environment come back as a tuple), else the template's exit status.
+py::object serve_pool_template(const std::vector<std::string>& args, py::function prepare) {
+  kiln::pool::TemplateHooks hooks;
+  hooks.prepare = [&prepare](const std::vector<std::string>& names) {
+    return prepare(names).cast<std::vector<std::string>>();
+  };
+  // The GIL stays held throughout: the template has one thread, and Python's fork hooks need it.
+  hooks.before_fork = [] { PyOS_BeforeFork(); };
+  hooks.after_fork_in_parent = [] { PyOS_AfterFork_Parent(); };
+  hooks.after_fork_in_child = [] { PyOS_AfterFork_Child(); };
+  std::variant<int, kiln::pool::ForkedWorker> served = kiln::pool::serve_template(args, hooks);
+  if (const int* status = std::get_if<int>(&served)) return py::int_(*status);
+  auto& worker = std::get<kiln::pool::ForkedWorker>(served);
+  return py::make_tuple(worker.args, worker.environment);
+}
+
+py::dict stats() {
+  kiln::pool::TemplateStats s = kiln::pool::template_stats();
+  py::dict d;
+  d["forks"] = s.forks;
+  d["fallbacks"] = s.fallbacks;
+  d["started"] = s.started;
+  d["lost"] = s.lost;
+  d["last_reason"] = s.last_reason;
+  return d;
+}
+
+}  // namespace
+
+void bind_pool_template(py::module_& m) {
+  m.def("serve_pool_template", &serve_pool_template, py::arg("args"), py::arg("prepare"));
+  m.def("prepare_template", &kiln::pool::prepare_template, py::arg("command"), py::arg("names"),
+        py::call_guard<py::gil_scoped_release>());
+  m.def(
+      "wait_for_template",
+      [](const std::vector<std::string>& command, double seconds) {
+        return kiln::pool::wait_for_template(
+            command, std::chrono::milliseconds(static_cast<long long>(seconds * 1000)));
+      },
+      py::arg("command"), py::arg("seconds"), py::call_guard<py::gil_scoped_release>());
+  m.def("template_stats", &stats);
+}
+
+}  // namespace kiln::python
