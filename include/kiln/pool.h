@@ -166,8 +166,12 @@ struct WorkerOptions {
 // that is ready keeps serving until the new one is. Returns true when it started one.
 bool prepare_template(const std::vector<std::string>& command,
                       const std::vector<std::string>& names);
-// Waits up to `limit` for a template of `command` to be ready; true once one is.
-bool wait_for_template(const std::vector<std::string>& command, std::chrono::milliseconds limit);
+// Waits up to `limit` while a template of `command` is being prepared (a new worker would spend
+// that time importing what it imports); returns whether one is ready. `only_if_preparing`:
+// returns false at once, without looking further, when no template of this process is being
+// prepared (what a pool asks at every call).
+bool wait_for_template(const std::vector<std::string>& command, std::chrono::milliseconds limit,
+                       bool only_if_preparing = false);
 // What this process's templates did: workers forked, plain starts because none could fork (and
 // the last reason why), templates started and lost.
 struct TemplateStats {

@@ -55,6 +55,10 @@ GLOBALS = {
     "s_tir.meta_schedule.builder.export_ndk": ("ndk", "_ndk_export"),
 }
 
+# Modules that tasks from under a module import while they run: the worker template of
+# kiln.support.popen_pool imports them ahead.
+TEMPLATE_COMPANIONS = {"tvm.s_tir.meta_schedule": ("tvm.s_tir.tensor_intrin",)}
+
 _lock = threading.Lock()
 # (tvm module, name) -> TVM's attribute, while installed.
 _attributes = {}
@@ -133,6 +137,11 @@ def install():
         _attributes[("", "describe")] = _tvm_module("").describe
         _tvm_module("").describe = support.describe
         os.environ[VARIABLE] = "1"  # what this process starts installs kiln too
+        from .support import popen_pool  # pylint: disable=import-outside-toplevel
+
+        # What a MetaSchedule build imports inside its timed task (default_build): the worker
+        # template imports it once, instead of every worker within its build timeout.
+        popen_pool._Template.companions.update(TEMPLATE_COMPANIONS)  # noqa: E501  pylint: disable=protected-access
         for global_name, (module, name) in GLOBALS.items():
             function = dict(_replacements(module)).get(name)
             if function is None:

@@ -53,11 +53,13 @@ void bind_pool_template(py::module_& m) {
         py::call_guard<py::gil_scoped_release>());
   m.def(
       "wait_for_template",
-      [](const std::vector<std::string>& command, double seconds) {
+      [](const std::vector<std::string>& command, double seconds, bool only_if_preparing) {
         return kiln::pool::wait_for_template(
-            command, std::chrono::milliseconds(static_cast<long long>(seconds * 1000)));
+            command, std::chrono::milliseconds(static_cast<long long>(seconds * 1000)),
+            only_if_preparing);
       },
-      py::arg("command"), py::arg("seconds"), py::call_guard<py::gil_scoped_release>());
+      py::arg("command"), py::arg("seconds"), py::arg("only_if_preparing") = false,
+      py::call_guard<py::gil_scoped_release>());
   m.def("template_stats", &stats);
 }
 

@@ -170,6 +170,23 @@ class TemplateProcess {
       failure_ = "the template exited before it was told what to prepare";
     }
   }
+  // A successor of `ready` (which stays): forked from it, so that it has everything `ready`
+  // imported already and prepares only what `names` adds.
+  TemplateProcess(TemplateProcess& ready, std::vector<std::string> names)
+      : names_(std::move(names)) {
+    int pair[2];
+    if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) != 0) {
+      throw SystemError("socketpair for a worker template", errno);
+    }
+    UniqueFd theirs(pair[1]);
+    control_.reset(pair[0]);
+    std::optional<pid_t> pid = ready.request_fork("template", {theirs.get()});
+    if (!pid) throw SystemError(ready.failure(), 0);
+    child_ = Child::adopt(*pid);
+    if (!send_message(control_.get(), join_lines("prepare", names_))) {
+      failure_ = "the template exited before it was told what to prepare";
+    }
+  }
   ~TemplateProcess() {
     control_.reset();  // the template sees the end and exits; its group is killed regardless
     if (child_) child_->terminate_group(std::chrono::milliseconds(0));
@@ -220,6 +237,13 @@ class TemplateProcess {
       reason_ = "the worker's environment is too large to send to its template";
       return std::nullopt;  // this worker only: the template stays
     }
+    std::optional<pid_t> pid = request_fork(request, fds);
+    if (!pid) return std::nullopt;
+    return Child::adopt(*pid);
+  }
+
+  // Sends a fork request; the forked process's pid, or std::nullopt with failure() set.
+  std::optional<pid_t> request_fork(const std::string& request, const std::vector<int>& fds) {
     if (!send_message(control_.get(), request, fds)) {
       failure_ = fmt::format("the template (pid {}) {}", child_->pid(), ended());
       return std::nullopt;
@@ -234,7 +258,7 @@ class TemplateProcess {
     std::vector<std::string> lines = split_lines(*answer);
     if (lines[0] == "pid" && lines.size() == 2) {
       pid_t pid = static_cast<pid_t>(std::atol(lines[1].c_str()));
-      if (pid > 0) return Child::adopt(pid);
+      if (pid > 0) return pid;
     }
     failure_ = fmt::format("the template could not fork: {}",
                            lines.size() > 1 ? lines[1] : *answer);
@@ -296,7 +320,14 @@ class Templates {
     return refresh(entry, std::move(environment));
   }
 
-  bool wait(const std::vector<std::string>& command, std::chrono::milliseconds limit) {
+  bool wait(const std::vector<std::string>& command, std::chrono::milliseconds limit,
+            bool only_if_preparing) {
+    if (only_if_preparing) {  // the common case, at every call: nothing is being prepared
+      std::lock_guard lock(mutex_);
+      bool preparing = std::any_of(entries_.begin(), entries_.end(),
+                                   [](const auto& entry) { return entry.second.next != nullptr; });
+      if (!preparing) return false;
+    }
     std::string key = key_of(command, make_environment({}, false));
     Clock::time_point deadline = Clock::now() + limit;
     for (;;) {
@@ -306,8 +337,7 @@ class Templates {
         if (it == entries_.end()) return false;
         Entry& entry = it->second;
         promote(entry);
-        if (entry.ready) return true;
-        if (!entry.next) return false;
+        if (!entry.next) return entry.ready != nullptr;
       }
       if (Clock::now() >= deadline) return false;
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
@@ -396,8 +426,18 @@ class Templates {
     if (entry.next || entry.losses >= kMaxLosses) return false;
     if (entry.ready && !lacks(entry, *entry.ready)) return false;
     try {
-      entry.next = std::make_unique<TemplateProcess>(entry.command, std::move(environment),
-                                                     entry.wanted);
+      if (entry.ready) {
+        try {
+          entry.next = std::make_unique<TemplateProcess>(*entry.ready, entry.wanted);
+        } catch (const std::exception& error) {
+          note(fmt::format("a successor could not be forked ({}): starting one afresh",
+                           error.what()));
+        }
+      }
+      if (!entry.next) {
+        entry.next = std::make_unique<TemplateProcess>(entry.command, std::move(environment),
+                                                       entry.wanted);
+      }
     } catch (const std::exception& error) {
       entry.last_failure = fmt::format("the template could not start: {}", error.what());
       note(entry.last_failure);
@@ -523,8 +563,9 @@ bool prepare_template(const std::vector<std::string>& command,
   return internal::Templates::of_this_process().prepare(command, names);
 }
 
-bool wait_for_template(const std::vector<std::string>& command, std::chrono::milliseconds limit) {
-  return internal::Templates::of_this_process().wait(command, limit);
+bool wait_for_template(const std::vector<std::string>& command, std::chrono::milliseconds limit,
+                       bool only_if_preparing) {
+  return internal::Templates::of_this_process().wait(command, limit, only_if_preparing);
 }
 
 TemplateStats template_stats() { return internal::Templates::of_this_process().stats(); }
@@ -573,6 +614,65 @@ std::optional<ForkedWorker> serve_fork(int control, const std::string& request,
   return std::nullopt;
 }
 
+// A "template" request: forks a successor of this template, which takes the descriptor sent as
+// its control socket. True in the successor.
+bool fork_successor(int control, std::vector<internal::UniqueFd>& fds, pid_t parent,
+                    const TemplateHooks& hooks) {
+  if (fds.size() != 1 || internal::thread_count() > 1) {
+    (void)internal::send_message(control, "error\ncannot fork a successor here");
+    return false;
+  }
+  if (hooks.before_fork) hooks.before_fork();
+  pid_t pid = internal::clone_as_sibling();
+  if (pid == 0) {
+    if (hooks.after_fork_in_child) hooks.after_fork_in_child();
+    (void)::setpgid(0, 0);
+    (void)::dup2(fds[0].get(), control);  // dup2 clears close-on-exec: set again below
+    (void)::fcntl(control, F_SETFD, FD_CLOEXEC);
+    (void)fds[0].release();
+    if (::syscall(SYS_close_range, control + 1, ~0U, 0) != 0) {
+      for (int fd = control + 1; fd < 4096; ++fd) ::close(fd);
+    }
+    (void)::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != parent) ::_exit(1);
+    return true;
+  }
+  int error = errno;
+  if (hooks.after_fork_in_parent) hooks.after_fork_in_parent();
+  fds.clear();
+  (void)internal::send_message(control, pid > 0 ? fmt::format("pid\n{}", pid)
+                                                : fmt::format("error\nclone: {}", std::strerror(error)));
+  return false;
+}
+
+// One template's life: prepares, then forks what it is asked to. Returns the worker in a forked
+// worker, true in a forked successor (which then lives a life of its own), false at the end.
+std::variant<bool, ForkedWorker> serve_one_template(const std::vector<std::string>& args,
+                                                    pid_t parent, const TemplateHooks& hooks) {
+  int control = internal::kTemplateFd;
+  std::optional<std::string> prepare = internal::receive_message(control);
+  if (!prepare) return false;
+  std::vector<std::string> names = internal::split_lines(*prepare);
+  names.erase(names.begin());
+  std::vector<std::string> failed = hooks.prepare ? hooks.prepare(names) : std::vector<std::string>{};
+  if (internal::thread_count() > 1) internal::run_fork_handlers(hooks);
+  if (internal::thread_count() > 1) {
+    (void)internal::send_message(control, "unsafe\n" + internal::describe_threads());
+    return false;
+  }
+  if (!internal::send_message(control, internal::join_lines("ready", failed))) return false;
+  for (;;) {
+    std::vector<internal::UniqueFd> fds;
+    std::optional<std::string> request = internal::receive_message(control, &fds);
+    if (!request) return false;  // the parent is gone, or has no more use for this template
+    if (*request == "template") {
+      if (fork_successor(control, fds, parent, hooks)) return true;
+    } else if (request->starts_with("fork")) {
+      if (auto worker = serve_fork(control, *request, fds, args, parent, hooks)) return *worker;
+    }
+  }
+}
+
 }  // namespace
 
 std::variant<int, ForkedWorker> serve_template(const std::vector<std::string>& args,
@@ -581,25 +681,11 @@ std::variant<int, ForkedWorker> serve_template(const std::vector<std::string>& a
   pid_t parent = static_cast<pid_t>(std::atol(args.back().c_str()));
   (void)::prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (::getppid() != parent) return 1;
-  int control = internal::kTemplateFd;
-  (void)::fcntl(control, F_SETFD, FD_CLOEXEC);
-  std::optional<std::string> prepare = internal::receive_message(control);
-  if (!prepare) return 0;
-  std::vector<std::string> names = internal::split_lines(*prepare);
-  names.erase(names.begin());
-  std::vector<std::string> failed = hooks.prepare ? hooks.prepare(names) : std::vector<std::string>{};
-  if (internal::thread_count() > 1) internal::run_fork_handlers(hooks);
-  if (internal::thread_count() > 1) {
-    (void)internal::send_message(control, "unsafe\n" + internal::describe_threads());
-    return 0;
-  }
-  if (!internal::send_message(control, internal::join_lines("ready", failed))) return 0;
+  (void)::fcntl(internal::kTemplateFd, F_SETFD, FD_CLOEXEC);
   for (;;) {
-    std::vector<internal::UniqueFd> fds;
-    std::optional<std::string> request = internal::receive_message(control, &fds);
-    if (!request) return 0;  // the parent is gone
-    if (!request->starts_with("fork")) continue;
-    if (auto worker = serve_fork(control, *request, fds, args, parent, hooks)) return *worker;
+    std::variant<bool, ForkedWorker> served = serve_one_template(args, parent, hooks);
+    if (auto* worker = std::get_if<ForkedWorker>(&served)) return std::move(*worker);
+    if (!std::get<bool>(served)) return 0;
   }
 }
 

@@ -57,8 +57,11 @@ _WORKER = ("-u", "-m", "kiln.support.popen_worker")
 # How long a call may take to unpickle its function (importing its modules) before its own
 # timeout starts; tvm.support has no limit, a hung import would hang the caller forever.
 _PREPARATION_MS = 600_000
+# The longest a call waits for a worker template being prepared before it starts workers afresh.
+_TEMPLATE_WAIT_S = 300.0
 # The command of every worker (and of the worker template) this process starts.
 _COMMAND = (sys.executable, *_WORKER)
+_COMMAND_LIST = list(_COMMAND)
 
 
 def kill_child_processes(pid):
@@ -213,11 +216,19 @@ class _Template:
     def enabled():
         return os.environ.get("KILN_POOL_TEMPLATE", "1") != "0"
 
+    # Module prefix -> modules that tasks from under it import while they run, named ahead so
+    # that the first template has them (kiln.tvm names MetaSchedule's).
+    companions = {}
+
     @classmethod
     def want(cls, names):
         """Ask for `names` too; starts the template (again) when one is new."""
         with cls.lock:
-            new = [name for name in names if name not in cls.seen]
+            names = list(names)
+            for prefix, extra in list(cls.companions.items()):
+                if any(n == prefix or (n or "").startswith(prefix + ".") for n in names):
+                    names.extend(extra)
+            new = [name for name in dict.fromkeys(names) if name not in cls.seen]
             if not new:
                 return
             cls.seen.update(new)
@@ -228,10 +239,14 @@ class _Template:
 
     @classmethod
     def want_module_of(cls, function):
-        """Ask for the module that defines `function` (a lookup, when it is known already)."""
+        """Ask for the module that defines `function` (a lookup, when it is known already);
+        then, while a template is being prepared, wait for it: the workers about to start would
+        spend that time importing the same modules, each on its own."""
         name = getattr(function, "__module__", None)
         if name not in cls.seen:
             cls.want([name])
+        if cls.wanted and cls.enabled():
+            native.wait_for_template(_COMMAND_LIST, _TEMPLATE_WAIT_S, True)
 
 
 def warm(modules=(), timeout=None):

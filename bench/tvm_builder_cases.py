@@ -1,0 +1,35 @@
+"""Real MetaSchedule candidates for the builder benchmark and tests: TE matmuls as IRModules, the
+BuilderInputs that MetaSchedule's LocalBuilder receives from a tuning run."""
+
+
+def matmul_module(n, tile=None):
+    """An IRModule with a PrimFunc C = A @ B of n x n float32, its inner loop split by `tile`
+    (a different candidate per tile, as a schedule space gives)."""
+    import tvm  # pylint: disable=import-outside-toplevel
+    from tvm import te  # pylint: disable=import-outside-toplevel
+
+    a = te.placeholder((n, n), name="A")
+    b = te.placeholder((n, n), name="B")
+    k = te.reduce_axis((0, n), name="k")
+    c = te.compute((n, n), lambda i, j: te.sum(a[i, k] * b[k, j], axis=k), name="C")
+    mod = tvm.IRModule({"main": te.create_prim_func([a, b, c])})
+    if tile:
+        from tvm import s_tir  # pylint: disable=import-outside-toplevel
+
+        sch = s_tir.Schedule(mod)
+        block = sch.get_sblock("C")
+        _, j, _ = sch.get_loops(block)
+        sch.split(j, factors=[None, tile])
+        mod = sch.mod
+    return mod
+
+
+def builder_inputs(count, n=128):
+    """`count` distinct candidates for llvm."""
+    import tvm  # pylint: disable=import-outside-toplevel
+    from tvm.s_tir.meta_schedule.builder import BuilderInput  # noqa: E501  pylint: disable=import-outside-toplevel
+
+    tiles = [1, 2, 4, 8, 16, 32, 64, 128]
+    target = tvm.target.Target({"kind": "llvm", "num-cores": 1})
+    return [BuilderInput(matmul_module(n, tiles[i % len(tiles)] if i else None), target)
+            for i in range(count)]
