@@ -1,8 +1,9 @@
 """TVM's own users of tvm.support.popen_pool, run on kiln's after kiln.tvm.install().
 
 MetaSchedule's LocalBuilder (imported before install(), so it holds TVM's PopenPoolExecutor by
-name until install() replaces that copy) builds real kernels in kiln's workers: a completed
-build, an exception and a timeout come back as LocalBuilder reports them.
+name until install() replaces that copy) builds real TE candidates in kiln's workers: completed
+builds (tar files that load as modules), an exception and a timeout come back as LocalBuilder
+reports them.
 """
 # pylint: disable=import-outside-toplevel
 
@@ -25,12 +26,16 @@ def installed(workers_import_tests):  # pylint: disable=unused-argument,redefine
     kiln.tvm.uninstall()
 
 
-def candidate(n):
+def candidate(case=None, n=64):
+    """A real MetaSchedule candidate: a TE matmul for llvm (tvm_builder_cases.py)."""
     import tvm
     from tvm.s_tir.meta_schedule.builder import BuilderInput
+    from tvm_builder_cases import matmul_module
 
-    mod = tvm.IRModule({}).with_attr("kiln_n", n)
-    return BuilderInput(mod, tvm.target.Target("llvm"))
+    mod = matmul_module(n)
+    if case:
+        mod = mod.with_attr("kiln_case", case)
+    return BuilderInput(mod, tvm.target.Target({"kind": "llvm", "num-cores": 1}))
 
 
 def test_install_points_tvms_copies_at_kilns_pool():
@@ -52,6 +57,7 @@ def test_install_points_tvms_copies_at_kilns_pool():
 
 def test_local_builder_builds_in_kilns_workers(installed):
     from tvm.s_tir.meta_schedule.builder import LocalBuilder
+    import tvm
     import tvm_builder_tasks
 
     from tvm.s_tir.meta_schedule.builder import local_builder
@@ -59,15 +65,17 @@ def test_local_builder_builds_in_kilns_workers(installed):
 
     assert local_builder.PopenPoolExecutor is popen_pool.PopenPoolExecutor
     builder = LocalBuilder(
-        max_workers=2, timeout_sec=10, f_build=tvm_builder_tasks.build_doubling_kernel
+        max_workers=2, timeout_sec=45, f_build=tvm_builder_tasks.build_or_misbehave
     )
-    results = builder.build([candidate(n) for n in (16, 64, -1, 0)])
+    results = builder.build([candidate(), candidate(n=32), candidate("raise"), candidate("hang")])
     assert len(results) == 4
     for result in results[:2]:
         assert result.error_msg is None, result.error_msg
         assert os.path.getsize(result.artifact_path) > 0
+        loaded = tvm.runtime.load_module(result.artifact_path)
+        assert loaded["main"] is not None
         shutil.rmtree(os.path.dirname(result.artifact_path))  # default_export's mkdtemp()
     assert results[2].artifact_path is None
     assert "LocalBuilder: An exception occurred" in results[2].error_msg
-    assert "ValueError: kiln_n is negative: -1" in results[2].error_msg
-    assert results[3].error_msg == "LocalBuilder: Timeout, killed after 10 seconds"
+    assert "ValueError: kiln_case says raise" in results[2].error_msg
+    assert results[3].error_msg == "LocalBuilder: Timeout, killed after 45 seconds"

@@ -1,25 +1,20 @@
 """Build functions for MetaSchedule's LocalBuilder in test_tvm_popen_pool.py; its workers import
 this module (the test puts this directory on their PYTHONPATH).
 
-apache-tvm 0.27's wheel crashes (SIGSEGV in tvm::ffi::ToJSONGraph) when it pickles an IRModule
-that holds a TE PrimFunc, which LocalBuilder does to every candidate: the candidates here are
-empty IRModules whose attribute "kiln_n" says which kernel the worker builds.
+The candidates are real TE matmuls (IRModules of te.create_prim_func, as a tuning run sends
+them); their attribute "kiln_case" makes the build fail ("raise") or hang ("hang") instead.
 """
 
 import time
 
 
-def build_doubling_kernel(mod, target, _params):
-    """f_build: B[i] = A[i] * 2 over kiln_n elements, compiled for `target`."""
-    import tvm  # pylint: disable=import-outside-toplevel
-    from tvm import te  # pylint: disable=import-outside-toplevel
-    from tvm.driver import build  # pylint: disable=import-outside-toplevel
+def build_or_misbehave(mod, target, params):
+    """f_build: MetaSchedule's own default build, unless the module asks to raise or hang."""
+    from tvm.s_tir.meta_schedule.builder import local_builder  # noqa: E501  pylint: disable=import-outside-toplevel
 
-    n = int(mod.attrs["kiln_n"])
-    if n < 0:
-        raise ValueError(f"kiln_n is negative: {n}")
-    if n == 0:
+    case = str(mod.attrs["kiln_case"]) if mod.attrs is not None and "kiln_case" in mod.attrs else ""
+    if case == "raise":
+        raise ValueError("kiln_case says raise")
+    if case == "hang":
         time.sleep(60)  # past the builder's timeout
-    a = te.placeholder((n,), name="A")
-    b = te.compute((n,), lambda i: a[i] * 2.0, name="B")
-    return build(tvm.IRModule({"main": te.create_prim_func([a, b])}), target=target)
+    return local_builder.default_build(mod, target, params)
