@@ -162,6 +162,40 @@ Finding python_package_finding(const PythonReport& r) {
   return f;
 }
 
+std::optional<Finding> tvm_serialization_finding(const PythonReport& r) {
+  if (!r.serialize_began) return std::nullopt;
+  auto version = [&](const char* dist) {
+    auto it = r.versions.find(dist);
+    return it == r.versions.end() ? std::string("(unknown)") : it->second;
+  };
+  std::string pair = fmt::format("apache-tvm {} with apache-tvm-ffi {}", version("apache-tvm"),
+                                 version("apache-tvm-ffi"));
+  const std::string check = "TVM IR serialization";
+  if (r.serialize_ok.value_or(false)) {
+    return Finding{check, Status::pass,
+                   fmt::format("{}: an IRModule with a TE PrimFunc pickles and reads back, as "
+                               "MetaSchedule's builders need ({})",
+                               interpreter_text(r), pair),
+                   ""};
+  }
+  // apache-tvm 0.27 crashes in tvm::ffi::ToJSONGraph with apache-tvm-ffi 0.1.15.
+  std::string fix =
+      version("apache-tvm").starts_with("0.27")
+          ? "pip install 'apache-tvm-ffi==0.1.14.post1' (the release apache-tvm 0.27 works with)"
+          : "install the apache-tvm-ffi release that your apache-tvm was built against";
+  if (!r.serialize_ok) {
+    return Finding{check, Status::fail,
+                   fmt::format("{}: pickling an IRModule (what every MetaSchedule build does) "
+                               "crashed the interpreter ({}); {}",
+                               interpreter_text(r), r.run.status_text(), pair),
+                   fix};
+  }
+  return Finding{check, Status::fail,
+                 fmt::format("{}: an IRModule does not pickle and read back ({}); {}",
+                             interpreter_text(r), r.serialize_error, pair),
+                 fix};
+}
+
 }  // namespace detail
 
 std::vector<Finding> check_python_tvm(const std::filesystem::path& python) {
@@ -182,6 +216,9 @@ std::vector<Finding> check_python_tvm(const std::filesystem::path& python) {
                                 detail::tvm_library_path_finding(&report),
                                 detail::tvm_home_finding(&report)};
   for (Finding& f : detail::tvm_libraries_findings(report)) findings.push_back(std::move(f));
+  if (std::optional<Finding> f = detail::tvm_serialization_finding(report)) {
+    findings.push_back(std::move(*f));
+  }
   findings.push_back(detail::conda_llvm_finding(&report));
   return findings;
 }

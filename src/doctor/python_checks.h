@@ -3,6 +3,7 @@
 // feed it reports.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -29,6 +30,11 @@ std::vector<Finding> tvm_libraries_findings(const PythonReport& report);
 // A conda environment's LLVM (llvmdev, libLLVM) shadowing the system LLVM: first on PATH, or
 // mapped into the process while TVM was built with another major. `report` may be null.
 Finding conda_llvm_finding(const PythonReport* report);
+
+// "TVM IR serialization": whether an IRModule pickles and reads back in the interpreter (what
+// every MetaSchedule build does), and the fix when apache-tvm and apache-tvm-ffi do not match.
+// std::nullopt when the probe never got that far (no tvm, or a failed import).
+std::optional<Finding> tvm_serialization_finding(const PythonReport& report);
 
 // How the interpreter is named in findings: "python3 (/usr/bin/python3.11, Python 3.11.7)".
 std::string interpreter_text(const PythonReport& report);

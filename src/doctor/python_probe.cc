@@ -130,6 +130,33 @@ if post["ok"]:
     post["libinfo"] = libinfo()
     post["skipped"] = skipped(libs)
 emit("import", post)
+if post["ok"]:
+    # What every MetaSchedule build does: pickle an IRModule that holds a TE PrimFunc. A TVM
+    # built against another tvm_ffi crashes the interpreter here: "serialize-begin" without
+    # "serialize" tells that.
+    versions = {}
+    try:
+        from importlib import metadata
+        for dist in ("apache-tvm", "apache-tvm-ffi"):
+            try:
+                versions[dist] = metadata.version(dist)
+            except Exception:
+                pass
+    except Exception:
+        pass
+    emit("serialize-begin", {"versions": versions})
+    done = {"ok": False, "error": ""}
+    try:
+        import pickle
+        from tvm import te
+        a = te.placeholder((4,), name="A")
+        b = te.compute((4,), lambda i: a[i] + 1.0, name="B")
+        mod = tvm.IRModule({"main": te.create_prim_func([a, b])})
+        tvm.ir.assert_structural_equal(pickle.loads(pickle.dumps(mod)), mod)
+        done["ok"] = True
+    except BaseException as e:
+        done["error"] = "%s: %s" % (type(e).__name__, (str(e).strip().splitlines() or [""])[-1])
+    emit("serialize", done)
 )PY";
 
 std::vector<std::string> strings(const nlohmann::json& list) {
@@ -216,6 +243,17 @@ void read_probe_output(PythonReport& report) {
     try {
       if (phase == "pre") read_pre(report, data);
       if (phase == "import") read_import(report, data);
+      if (phase == "serialize-begin") {
+        report.serialize_began = true;
+        const nlohmann::json versions = data.value("versions", nlohmann::json::object());
+        for (const auto& [name, version] : versions.items()) {
+          if (version.is_string()) report.versions[name] = version.get<std::string>();
+        }
+      }
+      if (phase == "serialize") {
+        report.serialize_ok = data.value("ok", false);
+        report.serialize_error = string_of(data, "error");
+      }
     } catch (const nlohmann::json::exception&) {
       // A field of the wrong type (value() throws): what was read before it stays.
     }

@@ -50,6 +50,13 @@ struct PythonReport {
   std::vector<std::filesystem::path> mapped{};            // shared objects in /proc/<pid>/maps
   int pid = 0;                                            // the child's pid, for the findings
 
+  // After a good import ("serialize-begin", "serialize"): an IRModule with a TE PrimFunc pickled
+  // and read back, as MetaSchedule's builders do. Began without a result: the child died there.
+  bool serialize_began = false;
+  std::optional<bool> serialize_ok{};
+  std::string serialize_error{};
+  std::map<std::string, std::string> versions{};  // "apache-tvm", "apache-tvm-ffi" -> version
+
   // The directory holding the tvm package ("" when there is none).
   std::filesystem::path package() const { return tvm ? tvm->parent_path() : ""; }
 };

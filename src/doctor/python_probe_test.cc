@@ -182,6 +182,40 @@ TEST(DoctorPythonProbe, ACrashInsideImportIsNamedAndTheLibrariesModelled) {
   EXPECT_TRUE(has(compiler.finding, "modelled from its files")) << compiler.finding;
 }
 
+// The stand-in TVM imports, and crashes (SIGSEGV) when an IRModule is pickled, as apache-tvm 0.27
+// does in tvm::ffi::ToJSONGraph with apache-tvm-ffi 0.1.15.
+constexpr const char* kCrashingPickle = R"PY(
+import os, signal, sys, types
+class IRModule:
+    def __init__(self, functions):
+        self.functions = functions
+    def __reduce__(self):
+        os.kill(os.getpid(), signal.SIGSEGV)
+te = types.ModuleType("tvm.te")
+te.placeholder = lambda shape, name: name
+te.compute = lambda shape, body, name: name
+te.create_prim_func = lambda tensors: tensors
+ir = types.ModuleType("tvm.ir")
+ir.assert_structural_equal = lambda a, b: None
+sys.modules["tvm.te"] = te
+sys.modules["tvm.ir"] = ir
+)PY";
+
+TEST(DoctorPythonProbe, AnIrSerializationCrashIsFailedWithItsFix) {
+  std::optional<std::string> python = testing::python3();
+  if (!python) GTEST_SKIP() << kNoPython;
+  FakeTvm tvm(true, kCrashingPickle);
+  CleanEnv env;
+  ScopedEnv path("PYTHONPATH", tvm.site.string());
+  std::vector<Finding> findings = check_python_tvm(*python);
+  EXPECT_NE(finding_named(findings, "Python TVM").status, Status::fail) << all(findings);
+  const Finding& f = finding_named(findings, "TVM IR serialization");
+  EXPECT_EQ(f.status, Status::fail) << f.finding;
+  EXPECT_TRUE(has(f.finding, "crashed the interpreter")) << f.finding;
+  EXPECT_TRUE(has(f.finding, "SIGSEGV")) << f.finding;
+  EXPECT_FALSE(f.fix.empty());
+}
+
 TEST(DoctorPythonProbe, AnExtensionBuiltForAnotherPythonIsNamed) {
   std::optional<std::string> python = testing::python3();
   if (!python) GTEST_SKIP() << kNoPython;
@@ -243,6 +277,9 @@ TEST(DoctorPythonProbe, RealTvm027LoadsAndIsNotFailed) {
     EXPECT_EQ(finding_named(findings, lib).status, Status::pass)
         << finding_named(findings, lib).finding;
   }
+  const Finding& serialization = finding_named(findings, "TVM IR serialization");
+  EXPECT_EQ(serialization.status, Status::pass) << serialization.finding;
+  EXPECT_TRUE(has(serialization.finding, "apache-tvm 0.27")) << serialization.finding;
   std::optional<fs::path> tvm = testing::tvm_package_of_python(*python);
   ASSERT_TRUE(tvm);
   std::vector<Finding> modelled = check_library(*tvm / "lib" / "libtvm_compiler.so");
