@@ -16,6 +16,13 @@ kiln's extension and nothing else until a call needs it, die with their parent (
 SIGKILLed), and write their stdout and stderr unbuffered, so that what a task printed before it
 was killed is not lost.
 
+Warm worker templates: a new worker is forked from a template process of this parent that has
+imported, once, what the tasks need (see warm()), instead of a fresh interpreter that imports it
+all again; a call waits while the template is being prepared rather than starting workers that
+would each import the same. Forked workers are this process's own children and behave as
+started ones. KILN_POOL_TEMPLATE=0 turns templates off; KILN_POOL_DEBUG=1 says why a worker was
+started afresh.
+
 Where kiln goes further than tvm.support: a task that ends its worker (sys.exit, os._exit) is a
 ChildProcessError the moment it happens, whatever the timeout; a task that closes or replaces
 the worker's answer pipe (its descriptor 4) is killed and reported as crashed; Ctrl-C interrupts

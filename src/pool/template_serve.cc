@@ -1,0 +1,211 @@
+// The worker template's side (pool.h, serve_template): prepares, then forks workers (and
+// successors of itself) with clone(CLONE_PARENT), so that each is its parent's child.
+#include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "internal/fd.h"
+#include "kiln/pool.h"
+#include "protocol.h"
+#include "template_messages.h"
+
+namespace kiln::internal {
+namespace {
+
+int thread_count() {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("Threads:", 0) == 0) return std::atoi(line.c_str() + 8);
+  }
+  return 1;
+}
+
+std::string describe_threads() {
+  std::vector<std::string> names;
+  std::error_code ec;
+  for (const auto& task : std::filesystem::directory_iterator("/proc/self/task", ec)) {
+    std::ifstream comm(task.path() / "comm");
+    std::string name;
+    std::getline(comm, name);
+    names.push_back(name);
+  }
+  std::string text = fmt::format("{} threads run in it after its preparation (", names.size());
+  for (std::size_t i = 0; i < names.size(); ++i) text += (i ? ", " : "") + names[i];
+  return text + ")";
+}
+
+// A throwaway fork: it runs the fork handlers of the libraries loaded here, which stop the
+// threads of those that have them (OpenBLAS's), then exits at once.
+void run_fork_handlers(const pool::TemplateHooks& hooks) {
+  if (hooks.before_fork) hooks.before_fork();
+  pid_t pid = ::fork();
+  if (pid == 0) ::_exit(0);
+  if (hooks.after_fork_in_parent) hooks.after_fork_in_parent();
+  if (pid > 0) (void)retry_eintr([&] { return ::waitpid(pid, nullptr, 0); });
+}
+
+// In the forked worker: its descriptors onto their numbers, nothing else open above them.
+void place_fds(std::vector<UniqueFd>& fds, const std::vector<int>& targets) {
+  std::vector<int> high;
+  for (UniqueFd& fd : fds) high.push_back(::fcntl(fd.get(), F_DUPFD_CLOEXEC, 64));
+  int top = 2;
+  for (std::size_t i = 0; i < targets.size(); ++i) {
+    (void)::dup2(high[i], targets[i]);  // dup2 clears close-on-exec on the target
+    top = std::max(top, targets[i]);
+  }
+  for (int fd : high) ::close(fd);
+  for (UniqueFd& fd : fds) (void)fd.release();  // among those closed below, or dup2'd over
+  if (::syscall(SYS_close_range, top + 1, ~0U, 0) != 0) {
+    for (int fd = top + 1; fd < 4096; ++fd) ::close(fd);
+  }
+}
+
+pid_t clone_as_sibling() {
+  // fork() whose child is the template's parent's child. No stack of its own (0): the child
+  // goes on from here on a copy of this one's, as with fork.
+  return static_cast<pid_t>(::syscall(SYS_clone, CLONE_PARENT | SIGCHLD, 0, 0, 0, 0));
+}
+
+}  // namespace
+}  // namespace kiln::internal
+
+namespace kiln::pool {
+namespace {
+
+// One fork request, answered; returns the worker in the child that was forked.
+std::optional<ForkedWorker> serve_fork(int control, const std::string& request,
+                                       std::vector<internal::UniqueFd>& fds,
+                                       const std::vector<std::string>& args, pid_t parent,
+                                       const TemplateHooks& hooks) {
+  std::vector<std::string> lines = internal::split_lines(request);
+  std::vector<int> targets;
+  std::size_t i = 1;
+  for (; i < lines.size() && !lines[i].empty(); ++i) targets.push_back(std::atoi(lines[i].c_str()));
+  std::vector<std::string> environment(
+      lines.begin() + static_cast<long>(std::min(i + 1, lines.size())), lines.end());
+  if (targets.size() != fds.size()) {
+    (void)internal::send_message(control, "error\nthe request's descriptors do not match");
+    return std::nullopt;
+  }
+  if (internal::thread_count() > 1) {
+    (void)internal::send_message(control, "error\n" + internal::describe_threads());
+    return std::nullopt;
+  }
+  if (hooks.before_fork) hooks.before_fork();
+  pid_t pid = internal::clone_as_sibling();
+  if (pid == 0) {
+    if (hooks.after_fork_in_child) hooks.after_fork_in_child();
+    (void)::setpgid(0, 0);
+    internal::place_fds(fds, targets);
+    ::clearenv();
+    for (const std::string& entry : environment) {
+      std::size_t eq = entry.find('=');
+      if (eq != std::string::npos) ::setenv(entry.substr(0, eq).c_str(), entry.c_str() + eq + 1, 1);
+    }
+    ForkedWorker worker{std::vector<std::string>(args.begin(), args.end() - 2), environment};
+    worker.args.insert(worker.args.end(), {internal::kWorkerFlag, std::to_string(parent)});
+    return worker;
+  }
+  int error = errno;
+  if (hooks.after_fork_in_parent) hooks.after_fork_in_parent();
+  fds.clear();
+  (void)internal::send_message(control,
+                               pid > 0 ? fmt::format("pid\n{}", pid)
+                                       : fmt::format("error\nclone: {}", std::strerror(error)));
+  return std::nullopt;
+}
+
+// A "template" request: forks a successor of this template, which takes the descriptor sent as
+// its control socket. True in the successor.
+bool fork_successor(int control, std::vector<internal::UniqueFd>& fds, pid_t parent,
+                    const TemplateHooks& hooks) {
+  if (fds.size() != 1 || internal::thread_count() > 1) {
+    (void)internal::send_message(control, "error\ncannot fork a successor here");
+    return false;
+  }
+  if (hooks.before_fork) hooks.before_fork();
+  pid_t pid = internal::clone_as_sibling();
+  if (pid == 0) {
+    if (hooks.after_fork_in_child) hooks.after_fork_in_child();
+    (void)::setpgid(0, 0);
+    (void)::dup2(fds[0].get(), control);  // dup2 clears close-on-exec: set again below
+    (void)::fcntl(control, F_SETFD, FD_CLOEXEC);
+    (void)fds[0].release();
+    if (::syscall(SYS_close_range, control + 1, ~0U, 0) != 0) {
+      for (int fd = control + 1; fd < 4096; ++fd) ::close(fd);
+    }
+    (void)::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != parent) ::_exit(1);
+    return true;
+  }
+  int error = errno;
+  if (hooks.after_fork_in_parent) hooks.after_fork_in_parent();
+  fds.clear();
+  (void)internal::send_message(control,
+                               pid > 0 ? fmt::format("pid\n{}", pid)
+                                       : fmt::format("error\nclone: {}", std::strerror(error)));
+  return false;
+}
+
+// One template's life: prepares, then forks what it is asked to. Returns the worker in a forked
+// worker, true in a forked successor (which then lives a life of its own), false at the end.
+std::variant<bool, ForkedWorker> serve_one_template(const std::vector<std::string>& args,
+                                                    pid_t parent, const TemplateHooks& hooks) {
+  int control = internal::kTemplateFd;
+  std::optional<std::string> prepare = internal::receive_message(control);
+  if (!prepare) return false;
+  std::vector<std::string> names = internal::split_lines(*prepare);
+  names.erase(names.begin());
+  std::vector<std::string> failed =
+      hooks.prepare ? hooks.prepare(names) : std::vector<std::string>{};
+  if (internal::thread_count() > 1) internal::run_fork_handlers(hooks);
+  if (internal::thread_count() > 1) {
+    (void)internal::send_message(control, "unsafe\n" + internal::describe_threads());
+    return false;
+  }
+  if (!internal::send_message(control, internal::join_lines("ready", failed))) return false;
+  for (;;) {
+    std::vector<internal::UniqueFd> fds;
+    std::optional<std::string> request = internal::receive_message(control, &fds);
+    if (!request) return false;  // the parent is gone, or has no more use for this template
+    if (*request == "template") {
+      if (fork_successor(control, fds, parent, hooks)) return true;
+    } else if (request->starts_with("fork")) {
+      if (auto worker = serve_fork(control, *request, fds, args, parent, hooks)) return *worker;
+    }
+  }
+}
+
+}  // namespace
+
+std::variant<int, ForkedWorker> serve_template(const std::vector<std::string>& args,
+                                               const TemplateHooks& hooks) {
+  if (args.size() < 2 || args[args.size() - 2] != internal::kTemplateFlag) return 2;
+  pid_t parent = static_cast<pid_t>(std::atol(args.back().c_str()));
+  (void)::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (::getppid() != parent) return 1;
+  (void)::fcntl(internal::kTemplateFd, F_SETFD, FD_CLOEXEC);
+  for (;;) {
+    std::variant<bool, ForkedWorker> served = serve_one_template(args, parent, hooks);
+    if (auto* worker = std::get_if<ForkedWorker>(&served)) return std::move(*worker);
+    if (!std::get<bool>(served)) return 0;
+  }
+}
+
+}  // namespace kiln::pool
