@@ -76,12 +76,7 @@ class TemplateProcess {
   TemplateProcess(const std::vector<std::string>& command, std::vector<std::string> environment,
                   std::vector<std::string> names)
       : names_(std::move(names)) {
-    int pair[2];
-    if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) != 0) {
-      throw SystemError("socketpair for a worker template", errno);
-    }
-    UniqueFd theirs(pair[1]);
-    control_.reset(pair[0]);
+    UniqueFd theirs = open_control();
     SpawnSpec spec;
     spec.environment = std::move(environment);
     spec.executable = resolve_executable(command.at(0), path_of(spec.environment), {});
@@ -98,12 +93,7 @@ class TemplateProcess {
   // imported already and prepares only what `names` adds.
   TemplateProcess(TemplateProcess& ready, std::vector<std::string> names)
       : names_(std::move(names)) {
-    int pair[2];
-    if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) != 0) {
-      throw SystemError("socketpair for a worker template", errno);
-    }
-    UniqueFd theirs(pair[1]);
-    control_.reset(pair[0]);
+    UniqueFd theirs = open_control();
     std::optional<pid_t> pid = ready.request_fork("template", {theirs.get()});
     if (!pid) throw SystemError(ready.failure(), 0);
     child_ = Child::adopt(*pid);
@@ -192,6 +182,16 @@ class TemplateProcess {
   std::string take_reason() { return std::exchange(reason_, {}); }
 
  private:
+  // Makes the control socket: keeps this end, returns the template's.
+  UniqueFd open_control() {
+    int pair[2];
+    if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) != 0) {
+      throw SystemError("socketpair for a worker template", errno);
+    }
+    control_.reset(pair[0]);
+    return UniqueFd(pair[1]);
+  }
+
   std::string ended() {
     if (!child_) return "ended";
     child_->wait_until(Clock::now() + std::chrono::milliseconds(200));

@@ -88,6 +88,27 @@ pid_t clone_as_sibling() {
 namespace kiln::pool {
 namespace {
 
+// Forks with the hooks around it. In the child (in a process group of its own) returns 0; in
+// the template answers the parent with the child's pid (or why there is none), closes `fds`
+// and returns the pid (-1 when the fork failed).
+pid_t fork_answering(int control, std::vector<internal::UniqueFd>& fds,
+                     const TemplateHooks& hooks) {
+  if (hooks.before_fork) hooks.before_fork();
+  pid_t pid = internal::clone_as_sibling();
+  if (pid == 0) {
+    if (hooks.after_fork_in_child) hooks.after_fork_in_child();
+    (void)::setpgid(0, 0);
+    return 0;
+  }
+  int error = errno;
+  if (hooks.after_fork_in_parent) hooks.after_fork_in_parent();
+  fds.clear();
+  (void)internal::send_message(control,
+                               pid > 0 ? fmt::format("pid\n{}", pid)
+                                       : fmt::format("error\nclone: {}", std::strerror(error)));
+  return pid > 0 ? pid : -1;
+}
+
 // One fork request, answered; returns the worker in the child that was forked.
 std::optional<ForkedWorker> serve_fork(int control, const std::string& request,
                                        std::vector<internal::UniqueFd>& fds,
@@ -107,11 +128,8 @@ std::optional<ForkedWorker> serve_fork(int control, const std::string& request,
     (void)internal::send_message(control, "error\n" + internal::describe_threads());
     return std::nullopt;
   }
-  if (hooks.before_fork) hooks.before_fork();
-  pid_t pid = internal::clone_as_sibling();
-  if (pid == 0) {
-    if (hooks.after_fork_in_child) hooks.after_fork_in_child();
-    (void)::setpgid(0, 0);
+  if (fork_answering(control, fds, hooks) != 0) return std::nullopt;
+  {  // the forked worker
     internal::place_fds(fds, targets);
     ::clearenv();
     for (const std::string& entry : environment) {
@@ -122,13 +140,6 @@ std::optional<ForkedWorker> serve_fork(int control, const std::string& request,
     worker.args.insert(worker.args.end(), {internal::kWorkerFlag, std::to_string(parent)});
     return worker;
   }
-  int error = errno;
-  if (hooks.after_fork_in_parent) hooks.after_fork_in_parent();
-  fds.clear();
-  (void)internal::send_message(control,
-                               pid > 0 ? fmt::format("pid\n{}", pid)
-                                       : fmt::format("error\nclone: {}", std::strerror(error)));
-  return std::nullopt;
 }
 
 // A "template" request: forks a successor of this template, which takes the descriptor sent as
@@ -139,11 +150,8 @@ bool fork_successor(int control, std::vector<internal::UniqueFd>& fds, pid_t par
     (void)internal::send_message(control, "error\ncannot fork a successor here");
     return false;
   }
-  if (hooks.before_fork) hooks.before_fork();
-  pid_t pid = internal::clone_as_sibling();
-  if (pid == 0) {
-    if (hooks.after_fork_in_child) hooks.after_fork_in_child();
-    (void)::setpgid(0, 0);
+  if (fork_answering(control, fds, hooks) != 0) return false;
+  {                                       // the successor
     (void)::dup2(fds[0].get(), control);  // dup2 clears close-on-exec: set again below
     (void)::fcntl(control, F_SETFD, FD_CLOEXEC);
     (void)fds[0].release();
@@ -154,13 +162,6 @@ bool fork_successor(int control, std::vector<internal::UniqueFd>& fds, pid_t par
     if (::getppid() != parent) ::_exit(1);
     return true;
   }
-  int error = errno;
-  if (hooks.after_fork_in_parent) hooks.after_fork_in_parent();
-  fds.clear();
-  (void)internal::send_message(control,
-                               pid > 0 ? fmt::format("pid\n{}", pid)
-                                       : fmt::format("error\nclone: {}", std::strerror(error)));
-  return false;
 }
 
 // One template's life: prepares, then forks what it is asked to. Returns the worker in a forked
