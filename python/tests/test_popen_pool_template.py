@@ -30,16 +30,15 @@ def warm(kp, workers_import_tests):  # pylint: disable=unused-argument
 
 def test_a_new_pool_forks_its_workers_from_the_template(kp):
     forks = kp.template_stats()["forks"]
-    start = time.perf_counter()
     with kp.PopenPoolExecutor(max_workers=2, timeout=30) as pool:
         facts = pool.submit(tasks.facts).result()
-        first_answer = time.perf_counter() - start
         assert pool.submit(__import__("slow_import_tasks").answer).result() == 42
     assert kp.template_stats()["forks"] >= forks + 1
     assert facts["ppid"] == os.getpid()  # this process's child, not the template's
     assert facts["pgid"] == facts["pid"]  # in a group of its own, as started workers are
-    assert facts["modules"] == ["slow_import_tasks"]  # imported before any task asked for it
-    assert first_answer < 0.5, f"the first answer took {first_answer:.3f} s: no import is paid"
+    # Imported before any task asked for it: the worker paid no import (how long that saves is
+    # bench/python_tvm_builder_bench.py's to show).
+    assert facts["modules"] == ["slow_import_tasks"]
 
 
 def test_a_forked_worker_gets_the_environment_of_its_start(kp):
