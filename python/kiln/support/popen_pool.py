@@ -67,8 +67,7 @@ _PREPARATION_MS = 600_000
 # The longest a call waits for a worker template being prepared before it starts workers afresh.
 _TEMPLATE_WAIT_S = 300.0
 # The command of every worker (and of the worker template) this process starts.
-_COMMAND = (sys.executable, *_WORKER)
-_COMMAND_LIST = list(_COMMAND)
+_COMMAND = [sys.executable, *_WORKER]
 
 
 def kill_child_processes(pid):
@@ -242,7 +241,7 @@ class _Template:
             cls.wanted.extend(new)
             wanted = list(cls.wanted)
         if cls.enabled():
-            native.prepare_template(list(_COMMAND), wanted)
+            native.prepare_template(_COMMAND, wanted)
 
     @classmethod
     def want_module_of(cls, function):
@@ -253,7 +252,7 @@ class _Template:
         if name not in cls.seen:
             cls.want([name])
         if cls.wanted and cls.enabled():
-            native.wait_for_template(_COMMAND_LIST, _TEMPLATE_WAIT_S, True)
+            native.wait_for_template(_COMMAND, _TEMPLATE_WAIT_S, True)
 
 
 def warm(modules=(), timeout=None):
@@ -277,8 +276,8 @@ def warm(modules=(), timeout=None):
     if not _Template.enabled():
         return False
     if not _Template.wanted:
-        native.prepare_template(list(_COMMAND), [])
-    return bool(native.wait_for_template(list(_COMMAND), float(timeout or 0)))
+        native.prepare_template(_COMMAND, [])
+    return bool(native.wait_for_template(_COMMAND, float(timeout or 0)))
 
 
 def template_stats():
@@ -298,7 +297,7 @@ class _Setup:
         if initializer is not None:
             _Template.want_module_of(initializer)
         self.options = {
-            "command": list(_COMMAND),
+            "command": _COMMAND,
             "from_template": _Template.enabled(),
             "initializer": None if initializer is None else _dumps(initializer, initargs, None),
             "max_uses": int(maximum_uses or 0),
