@@ -53,7 +53,9 @@ namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 using nlohmann::json;
 using testing::NamespaceNetwork;
+using testing::find_cuobjdump;
 using testing::read_file;
+using testing::sass_listing;
 using testing::SccacheCluster;
 using Environment = std::map<std::string, std::optional<std::string>>;
 
@@ -130,30 +132,6 @@ std::map<std::string, json> jobs_by_name(const json& result) {
   std::map<std::string, json> jobs;
   for (const json& job : result.at("jobs")) jobs[job.at("name").get<std::string>()] = job;
   return jobs;
-}
-
-// cuobjdump: on PATH, else the one scripts/install-deps.sh puts in the project's venv (the
-// toolkit here has none).
-std::optional<fs::path> find_cuobjdump() {
-  if (std::optional<fs::path> found = which("cuobjdump")) return found;
-  std::error_code ec;
-  for (const auto& lib : fs::directory_iterator(KILN_SOURCE_DIR "/.deps/venv/lib", ec)) {
-    fs::path tool = lib.path() / "site-packages/nvidia/cu13/bin/cuobjdump";
-    if (fs::is_regular_file(tool)) return tool;
-  }
-  return std::nullopt;
-}
-
-// `cuobjdump -sass` of a cubin or fatbin, without the lines naming the file it read.
-std::string sass_listing(const fs::path& file) {
-  RunResult listing =
-      run({.argv = {find_cuobjdump()->string(), "-sass", file.string()}, .timeout = 60s});
-  std::string text;
-  std::istringstream lines(listing.output);
-  for (std::string line; std::getline(lines, line);) {
-    if (line.find(file.filename().string()) == std::string::npos) text += line + "\n";
-  }
-  return listing.ok() ? text : "cuobjdump failed: " + listing.output;
 }
 
 // Every job of `built` has the output of the same job in `reference`: objects byte for byte,

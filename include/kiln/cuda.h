@@ -87,6 +87,10 @@ struct CompileResult {
   // result came from the cache.
   std::string log{};
   bool cached = false;  // served from kiln's kernel cache
+  // NVRTC programs the source was compiled as: 1, or the parts of a module of many kernels that
+  // kiln's compile server compiled at once and ptxas put into one cubin (each kernel's machine
+  // code is the one compile's: KILN_NVRTC_SPLIT=0 compiles it as one). 0 from the cache.
+  size_t programs = 1;
   // Why kiln's kernel cache was not used, when it was wanted but could not be opened (no HOME, a
   // read-only or unsafe directory: kiln/cache.h): the compile ran uncached. Else empty.
   std::string warning{};

@@ -13,6 +13,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -25,6 +26,7 @@
 #include "kiln/cuda.h"
 #include "kiln/error.h"
 #include "kiln/file_lock.h"
+#include "kiln/paths.h"
 #include "kiln/pool.h"
 #include "kiln/process.h"
 #include "kiln/temp_directory.h"
@@ -358,6 +360,53 @@ void write_tar_gz(const std::filesystem::path& path,
   }
   EXPECT_EQ(archive_write_close(writer), ARCHIVE_OK);
   archive_write_free(writer);
+}
+
+std::optional<fs::path> find_cuobjdump() {
+  if (std::optional<fs::path> found = which("cuobjdump")) return found;
+  std::error_code ec;
+  for (const auto& lib : fs::directory_iterator(KILN_SOURCE_DIR "/.deps/venv/lib", ec)) {
+    fs::path tool = lib.path() / "site-packages/nvidia/cu13/bin/cuobjdump";
+    if (fs::is_regular_file(tool)) return tool;
+  }
+  return std::nullopt;
+}
+
+std::string sass_listing(const fs::path& file) {
+  std::optional<fs::path> cuobjdump = find_cuobjdump();
+  if (!cuobjdump) return "cuobjdump failed: there is none";
+  RunResult listing = run(
+      {.argv = {cuobjdump->string(), "-sass", file.string()}, .timeout = std::chrono::seconds(60)});
+  std::string text;
+  std::istringstream lines(listing.output);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.find(file.filename().string()) == std::string::npos) text += line + "\n";
+  }
+  return listing.ok() ? text : "cuobjdump failed: " + listing.output;
+}
+
+std::map<std::string, std::string> sass_by_function(const std::string& listing) {
+  std::map<std::string, std::string> functions;
+  std::string* current = nullptr;
+  std::istringstream lines(listing);
+  for (std::string line; std::getline(lines, line);) {
+    size_t name = line.find("Function : ");
+    if (name != std::string::npos) {
+      current = &functions[line.substr(name + std::strlen("Function : "))];
+      continue;
+    }
+    if (current == nullptr) continue;
+    std::istringstream words(line);
+    std::string word;
+    std::string single;
+    while (words >> word) {
+      // "/*0040*/" is the instruction's address: it moves with the function's place.
+      bool address = word.size() == 8 && word.starts_with("/*") && word.ends_with("*/");
+      if (!address) single += (single.empty() ? "" : " ") + word;
+    }
+    if (!single.empty()) *current += single + "\n";
+  }
+  return functions;
 }
 
 }  // namespace kiln::testing

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <utility>
@@ -48,6 +49,18 @@ size_t count_occurrences(const std::string& haystack, const std::string& needle)
 // library's path, or "" and `why` the test skips (no NVRTC; with `pch`, one older than 12.8, which
 // makes no precompiled headers).
 std::string real_nvrtc_for_test(bool pch, std::string& why);
+
+// cuobjdump: on PATH, else the one scripts/install-deps.sh puts in the project's venv (NVIDIA's
+// nvidia-cuda-cuobjdump wheel: the toolkit here has none); std::nullopt when neither is there.
+std::optional<std::filesystem::path> find_cuobjdump();
+
+// `cuobjdump -sass` of a cubin or fatbin, without the lines naming the file it read ("cuobjdump
+// failed: ..." when it failed).
+std::string sass_listing(const std::filesystem::path& file);
+
+// Each function's machine code in `sass_listing`'s text, by name: its instructions with their
+// encodings, white space made single (the listing pads each line to its own width).
+std::map<std::string, std::string> sass_by_function(const std::string& listing);
 
 // True when `pid` no longer exists or is a zombie (it has stopped running).
 bool process_gone(pid_t pid);

@@ -12,6 +12,7 @@
 #include "kiln/cache.h"
 #include "kiln/cuda.h"
 #include "kiln/toolchain_environment.h"
+#include "nvrtc_source.h"
 
 namespace kiln::cuda::internal {
 
@@ -37,6 +38,19 @@ std::string file_identity(const std::filesystem::path& path);
 std::string joined_for_key(const std::vector<std::string>& parts);
 
 CompileResult compile_with_nvrtc(const Request& request);
+
+// What one NVRTC compile of a request is made of.
+struct NvrtcPlan {
+  std::string arch;  // as spelled_arch() gives it
+  std::string name;  // program_name()
+  NvrtcSource prepared;
+  std::vector<std::string> options;
+  std::vector<std::filesystem::path> toolkit_dirs;  // toolkit_include_dirs()
+  bool cubin = true;
+  std::optional<std::string> dump_dir;  // TVM_KERNEL_DUMP
+};
+// NVRTC's log without the warnings located in the toolkit's own headers.
+std::string users_log(const std::string& log);
 
 // The files outside the toolkit that an NVRTC compile of `source` (the caller's `code` as NVRTC
 // gets it) with `options` reads, from nvcc's dependency output (NVRTC has none; nvrtc_headers.cc
@@ -101,6 +115,9 @@ NvrtcOutput checked(const std::string& code, const std::vector<std::string>& opt
 // warning is left.
 std::string without_diagnostics(std::string_view log,
                                 const std::function<bool(std::string_view)>& drop);
+// The diagnostics of several logs (the parts of one module, nvrtc_parallel.h) in one: each block
+// up to a blank line once, in the order first seen (every part repeats the helpers' warnings).
+std::string merged_logs(const std::vector<std::string>& logs);
 // NVRTC's notes about precompiled headers: kiln's business, not the user's.
 bool is_pch_note(std::string_view line);
 // A warning located in one of `toolkit_dirs` (cuda_fp8.hpp's deprecations and the like): nvcc

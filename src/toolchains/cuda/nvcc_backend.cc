@@ -197,7 +197,7 @@ CompileResult compile_with_nvcc(const Request& request) {
     direct.emplace(*request.cache, nvcc_cache_key(cmd, request, source, nvshmem),
                    std::vector<fs::path>{});
     if (std::optional<std::string> hit = direct->get()) {
-      return {.bytes = std::move(*hit), .cached = true};
+      return {.bytes = std::move(*hit), .cached = true, .programs = 0};
     }
     // -MD costs nvcc a whole host-side preprocessing pass (+0.1-0.3 s): only when the compile
     // may read a header the toolkit's identity does not cover.

@@ -14,6 +14,7 @@
 #include "kiln/process.h"
 #include "kiln/temp_directory.h"
 #include "nvrtc_library.h"
+#include "nvrtc_parallel.h"
 #include "nvrtc_pch.h"
 #include "nvrtc_server.h"
 #include "nvrtc_source.h"
@@ -273,20 +274,6 @@ NvrtcSource prepared_source(const Request& request, const std::string& arch,
                       [&](std::string_view header) { return search.from_toolkit(header); });
 }
 
-namespace {
-
-// What one NVRTC compile of a request is made of.
-struct NvrtcPlan {
-  std::string arch;  // as spelled_arch() gives it
-  std::string name;  // program_name()
-  NvrtcSource prepared;
-  std::vector<std::string> options;
-  std::vector<fs::path> toolkit_dirs;  // toolkit_include_dirs()
-  bool cubin = true;
-  std::optional<std::string> dump_dir;  // TVM_KERNEL_DUMP
-};
-
-// NVRTC's log without the warnings located in the toolkit's own headers.
 std::string users_log(const std::string& log) {
   std::vector<std::string> toolkit;
   for (const fs::path& dir : toolkit_include_dirs()) toolkit.push_back(dir.string());
@@ -294,9 +281,13 @@ std::string users_log(const std::string& log) {
       log, [&](std::string_view line) { return is_toolkit_warning(line, toolkit); });
 }
 
+namespace {
+
 // Compiles once: in kiln's compile server when there is one (its precompiled headers make the
-// toolkit's headers nearly free), else here; then the dump files and NVSHMEM's link.
+// toolkit's headers nearly free), else here; then the dump files and NVSHMEM's link. A module of
+// many kernels is compiled in parts at once when it can be (nvrtc_parallel.h).
 CompileResult compile_once(const Request& request, const NvrtcPlan& plan) {
+  if (std::optional<CompileResult> parts = compile_in_parts(request, plan)) return *parts;
   const std::string& source = plan.prepared.text;
   NvrtcJob job{.source = source,
                .header_prefix = plan.prepared.header_prefix,
@@ -350,7 +341,7 @@ CompileResult compile_with_nvrtc(const Request& request) {
   if (request.cache == nullptr) return compile_once(request, plan);
   DirectCache direct(*request.cache, nvrtc_cache_key(request, plan), {});  // headers: below
   if (std::optional<std::string> hit = direct.get()) {
-    return {.bytes = std::move(*hit), .cached = true};
+    return {.bytes = std::move(*hit), .cached = true, .programs = 0};
   }
   CompileResult result = compile_once(request, plan);
   TempDirectory scratch;

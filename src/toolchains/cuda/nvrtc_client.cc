@@ -224,9 +224,20 @@ UniqueFd start_and_connect(const Address& a, std::string* why, int* error) {
   return fd;
 }
 
-// What this process knows about its server.
+// The variables that decide where kiln's cache directory, and so the server's address, is.
+std::string cache_location() {
+  std::string location;
+  for (const char* name : {"KILN_CACHE_DIR", "XDG_CACHE_HOME", "HOME"}) {
+    const char* value = std::getenv(name);
+    location += (value != nullptr ? value : "") + std::string(1, '\0');
+  }
+  return location;
+}
+
+// What this process knows about its server, for the cache directory `location` names.
 struct Client {
   std::mutex mutex;
+  std::string location;                 // cache_location() when `known` was found
   std::optional<std::string> unusable;  // why none can be used: the process stops trying
   std::optional<Address> known;
   Clock::time_point pass_by_until{};  // a server did not start a compile in time: until then
@@ -242,6 +253,12 @@ Client& client() {
 UniqueFd connection() {
   Client& c = client();
   std::lock_guard lock(c.mutex);
+  if (std::string location = cache_location(); location != c.location) {
+    c.location = std::move(location);  // another cache directory: another server
+    c.unusable.reset();
+    c.known.reset();
+    c.pass_by_until = {};
+  }
   if (c.unusable || Clock::now() < c.pass_by_until) return {};
   std::string why;
   if (!c.known) c.known = address(&why);
@@ -249,7 +266,11 @@ UniqueFd connection() {
   int error = 0;
   if (c.known) {
     fd = connect_to(c.known->socket, Clock::now() + kStartedWithin, &error);
-    if (!fd && nobody_listens(error)) fd = start_and_connect(*c.known, &why, &error);
+    try {
+      if (!fd && nobody_listens(error)) fd = start_and_connect(*c.known, &why, &error);
+    } catch (const Error& e) {  // its directory went away (removed while this process ran)
+      why = e.what();
+    }
     if (!fd && error == EAGAIN) {  // its backlog stayed full: busy, or stopped
       c.pass_by_until = Clock::now() + kPassBy;
       debug(fmt::format("{} accepted no connection within {} s", c.known->socket.string(),

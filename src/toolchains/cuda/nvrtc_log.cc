@@ -1,4 +1,5 @@
 // without_diagnostics(): NVRTC's log, less the diagnostics that are not the user's business.
+#include <algorithm>
 #include <string>
 #include <string_view>
 
@@ -38,6 +39,25 @@ std::string without_diagnostics(std::string_view log,
   if (first == std::string::npos) return {};
   size_t last = kept.find_last_not_of('\n');
   return kept.substr(first, last - first + 1) + "\n";
+}
+
+std::string merged_logs(const std::vector<std::string>& logs) {
+  std::vector<std::string_view> blocks;
+  for (std::string_view log : logs) {
+    while (!log.empty()) {
+      size_t end = log.find("\n\n");
+      std::string_view block = log.substr(0, end);
+      log.remove_prefix(end == std::string_view::npos ? log.size() : end + 2);
+      if (block.find_first_not_of(" \t\r\n") == std::string_view::npos) continue;
+      if (std::find(blocks.begin(), blocks.end(), block) == blocks.end()) blocks.push_back(block);
+    }
+  }
+  std::string merged;
+  for (std::string_view block : blocks) {
+    merged += block;
+    merged += block.ends_with('\n') ? "\n" : "\n\n";
+  }
+  return merged;
 }
 
 bool is_pch_note(std::string_view line) {

@@ -189,7 +189,7 @@ class Server {
     long seconds = value != nullptr ? std::strtol(value, nullptr, 10) : 600;
     return seconds > 0 ? seconds : 600;
   }
-  static size_t max_children() { return std::max<size_t>(2, std::thread::hardware_concurrency()); }
+  static size_t max_children() { return server_slots(); }
   // Whether another child may start: max_children() compile at once. A child that is answering
   // (or making a PCH after that) holds no slot, so that clients that do not take their answers
   // (stopped ones) cannot starve the others; all children together are held to twice that.
@@ -296,6 +296,8 @@ UniqueFd listen_on(const fs::path& socket) {
 }
 
 }  // namespace
+
+size_t server_slots() { return std::max<size_t>(2, std::thread::hardware_concurrency()); }
 
 void serve_nvrtc(const std::vector<std::string>& args) {
   if (args.size() != 2) ::_exit(2);

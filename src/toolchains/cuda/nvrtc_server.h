@@ -56,6 +56,9 @@ struct NvrtcJob {
 // (kiln/process.h) ran out or was cancelled.
 std::optional<NvrtcAttempt> compile_in_server(const NvrtcJob& job);
 
+// How many compiles the server runs at once: the cores, at least 2.
+size_t server_slots();
+
 // The server's main: args are {socket path, private directory}. Never returns.
 [[noreturn]] void serve_nvrtc(const std::vector<std::string>& args);
 

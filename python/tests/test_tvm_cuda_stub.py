@@ -1,0 +1,84 @@
+"""TVM's own CUDA build path without a GPU: tvm.compile for sm_80 with CUDA's stub driver on the
+library path (tvm_cuda_models.py), which makes TVM call tvm_callback_cuda_compile as on a GPU
+machine.
+
+With kiln.tvm.install(), the callback that compiles is kiln's, in the calling process and in a
+MetaSchedule LocalBuilder worker (installed there by the worker itself), and the cubin it returns,
+which the built module holds, lists every kernel TVM generated. Without install(), TVM compiles
+with its own callback and kiln runs nothing. Each case runs tvm_cuda_stub_driver.py in a child,
+whose library path the stub needs from its start.
+"""
+
+import glob
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from _cuda_helpers import require_cuda, sass
+from conftest import TESTS_DIR, tvm_module
+from tvm_cuda_models import stub_driver, stub_environment
+
+
+def run_driver(mode, tmp_path):
+    """Runs the driver in `mode` ("kiln" or "tvm"); returns {report name: report}."""
+    tvm_module("nvcc")
+    require_cuda()
+    stub = stub_driver(str(tmp_path / "stub"))
+    if stub is None:
+        pytest.skip("the CUDA toolkit has no lib64/stubs/libcuda.so")
+    out = tmp_path / "out"
+    out.mkdir()
+    env = stub_environment(stub)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (TESTS_DIR, env.get("PYTHONPATH")) if p)
+    env["KILN_CACHE_DIR"] = str(tmp_path / "cache")
+    env["KILN_SERVER_IDLE"] = "10"
+    for name in ("KILN_TVM", "TVM_CUDA_COMPILE_MODE", "KILN_NO_CACHE"):
+        env.pop(name, None)
+    done = subprocess.run([sys.executable, os.path.join(TESTS_DIR, "tvm_cuda_stub_driver.py"),
+                           mode, str(out)], env=env, capture_output=True, text=True,
+                          timeout=900, check=False)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    reports = {}
+    for path in glob.glob(str(out / "*.json")):
+        with open(path, encoding="utf-8") as file:
+            reports[os.path.basename(path)[:-5]] = json.load(file)
+    return reports
+
+
+def assert_cubin_lists_the_kernels(report):
+    with open(report["cubin"], "rb") as file:
+        binary = file.read()
+    assert binary[:4] == b"\x7fELF", "not a cubin"
+    names, archs = sass(binary)
+    assert report["kernels"], "TVM generated no kernel?"
+    assert sorted(names) == report["kernels"]
+    assert set(archs) == {"sm_80"}
+
+
+def test_kiln_compiles_tvms_cuda_in_the_parent_and_in_a_builder_worker(tmp_path):
+    reports = run_driver("kiln", tmp_path)
+    parent = reports.pop("parent")
+    assert parent["callback_calls"] == 1
+    assert parent["kiln_compiles"] == 1, "the callback TVM called was not kiln's"
+    assert parent["in_module"], "the built module does not hold the cubin kiln returned"
+    assert len(parent["kernels"]) == 4
+    assert_cubin_lists_the_kernels(parent)
+    workers = list(reports.values())
+    assert len(workers) == 2, reports
+    for worker in workers:
+        assert worker["pid"] != parent["pid"]
+        assert worker["callback_calls"] == 1
+        assert worker["kiln_compiles"] == 1, "the worker's callback was not kiln's"
+        assert worker["in_module"]
+        assert_cubin_lists_the_kernels(worker)
+
+
+def test_without_install_tvm_compiles_with_its_own_callback(tmp_path):
+    parent = run_driver("tvm", tmp_path)["parent"]
+    assert parent["callback_calls"] == 1
+    assert parent["kiln_compiles"] == 0
+    assert parent["in_module"]
+    assert_cubin_lists_the_kernels(parent)

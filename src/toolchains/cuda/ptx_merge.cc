@@ -1,0 +1,140 @@
+// merged_ptx() (ptx_merge.h).
+#include "ptx_merge.h"
+
+#include <set>
+
+namespace kiln::cuda::internal {
+namespace {
+
+// The header's directives end at the end of their line; every other statement at module scope
+// ends with `;` or with the `}` of a function's body.
+bool header_directive(std::string_view statement) {
+  return statement.starts_with(".version") || statement.starts_with(".target") ||
+         statement.starts_with(".address_size");
+}
+
+// A PTX module as its header lines and its other statements, comments left out.
+struct Module {
+  std::vector<std::string> header;
+  std::vector<std::string> statements;
+};
+
+class Reader {
+ public:
+  explicit Reader(std::string_view ptx) : ptx_(ptx) {}
+
+  std::optional<Module> read() {
+    Module module;
+    while (skip_space_and_comments()) {
+      size_t begin = at_;
+      if (header_directive(ptx_.substr(at_))) {
+        at_ = std::min(ptx_.find('\n', at_), ptx_.size());
+        module.header.emplace_back(trimmed(ptx_.substr(begin, at_ - begin)));
+        continue;
+      }
+      if (!statement()) return std::nullopt;
+      std::string_view text = ptx_.substr(begin, at_ - begin);
+      if (text.starts_with(".file") || text.starts_with(".section")) return std::nullopt;
+      module.statements.emplace_back(text);
+    }
+    if (!ok_) return std::nullopt;
+    return module;
+  }
+
+ private:
+  static std::string_view trimmed(std::string_view text) {
+    size_t end = text.find_last_not_of(" \t\r");
+    return text.substr(0, end == std::string_view::npos ? 0 : end + 1);
+  }
+
+  // Moves to the next statement; false at the end (or on an unclosed comment: ok_ is false).
+  bool skip_space_and_comments() {
+    while (at_ < ptx_.size()) {
+      char c = ptx_[at_];
+      if (c == ' ' || c == '\t' || c == '\r' || c == '\n') {
+        ++at_;
+      } else if (ptx_.substr(at_, 2) == "//") {
+        at_ = std::min(ptx_.find('\n', at_), ptx_.size());
+      } else if (ptx_.substr(at_, 2) == "/*") {
+        size_t end = ptx_.find("*/", at_ + 2);
+        if (end == std::string_view::npos) return ok_ = false;
+        at_ = end + 2;
+      } else {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  // Reads one statement: up to `;` outside braces, or a function's closing `}`.
+  bool statement() {
+    int depth = 0;
+    while (at_ < ptx_.size()) {
+      char c = ptx_[at_];
+      if (c == '"') {
+        size_t end = ptx_.find('"', at_ + 1);
+        if (end == std::string_view::npos) return false;
+        at_ = end + 1;
+        continue;
+      }
+      if (ptx_.substr(at_, 2) == "//") {
+        at_ = std::min(ptx_.find('\n', at_), ptx_.size());
+        continue;
+      }
+      if (ptx_.substr(at_, 2) == "/*") {
+        size_t end = ptx_.find("*/", at_ + 2);
+        if (end == std::string_view::npos) return false;
+        at_ = end + 2;
+        continue;
+      }
+      ++at_;
+      if (c == '{') ++depth;
+      if (c == '}' && --depth < 0) return false;
+      if (c == ';' && depth == 0) return true;
+      if (c == '}' && depth == 0 && !initializer_follows()) return true;
+    }
+    return false;
+  }
+
+  // Whether a `;` comes next, after a `}`: it closed an initializer ({1, 2};), not a body.
+  bool initializer_follows() const {
+    size_t next = ptx_.find_first_not_of(" \t\r\n", at_);
+    return next != std::string_view::npos && ptx_[next] == ';';
+  }
+
+  std::string_view ptx_;
+  size_t at_ = 0;
+  bool ok_ = true;
+};
+
+}  // namespace
+
+std::optional<std::string> merged_ptx(const std::vector<std::string>& modules) {
+  std::vector<Module> read;
+  for (const std::string& ptx : modules) {
+    std::optional<Module> module = Reader(ptx).read();
+    if (!module || (!read.empty() && module->header != read.front().header)) return std::nullopt;
+    read.push_back(std::move(*module));
+  }
+  if (read.empty() || read.front().header.empty()) return std::nullopt;
+  std::string merged;
+  for (const std::string& line : read.front().header) merged += line + "\n";
+  std::set<std::string_view> seen;
+  for (const Module& module : read) {
+    for (const std::string& statement : module.statements) {
+      if (seen.insert(statement).second) merged += "\n" + statement + "\n";
+    }
+  }
+  return merged;
+}
+
+std::string ptx_compiler_release(std::string_view ptx) {
+  constexpr std::string_view kRelease = "Cuda compilation tools, release ";
+  size_t at = ptx.find(kRelease);
+  size_t line = ptx.rfind('\n', at);
+  if (at == std::string_view::npos || ptx.substr(line + 1, at - line - 1) != "// ") return {};
+  size_t end = ptx.find('\n', at);
+  return std::string(ptx.substr(at, (end == std::string_view::npos ? ptx.size() : end) - at));
+}
+
+}  // namespace kiln::cuda::internal
