@@ -64,8 +64,8 @@ def cuobjdump():
     return None
 
 
-def sass(binary):
-    """(sorted kernel names, sorted archs) that `cuobjdump -sass` lists for a cubin or fatbin."""
+def sass_listing(binary):
+    """What `cuobjdump -sass` prints for a cubin or fatbin."""
     with tempfile.NamedTemporaryFile(suffix=".bin") as file:
         file.write(bytes(binary))
         file.flush()
@@ -73,8 +73,30 @@ def sass(binary):
             [cuobjdump(), "-sass", file.name], capture_output=True, text=True, check=False
         )
     assert done.returncode == 0, done.stdout + done.stderr
-    functions = sorted(set(re.findall(r"Function : (\S+)", done.stdout)))
-    archs = sorted(set(re.findall(r"code for (sm_\w+)", done.stdout)))
+    return done.stdout
+
+
+def sass_by_function(binary):
+    """{kernel: its machine code} of a cubin: each instruction with its encoding, without the
+    addresses (they move with a function's place) and with white space made single."""
+    functions = {}
+    lines = None
+    for line in sass_listing(binary).splitlines():
+        found = re.search(r"Function : (\S+)", line)
+        if found:
+            lines = functions.setdefault(found.group(1), [])
+        elif lines is not None:
+            words = [w for w in line.split() if not re.fullmatch(r"/\*[0-9a-f]{4}\*/", w)]
+            if words:
+                lines.append(" ".join(words))
+    return functions
+
+
+def sass(binary):
+    """(sorted kernel names, sorted archs) that `cuobjdump -sass` lists for a cubin or fatbin."""
+    listing = sass_listing(binary)
+    functions = sorted(set(re.findall(r"Function : (\S+)", listing)))
+    archs = sorted(set(re.findall(r"code for (sm_\w+)", listing)))
     return functions, archs
 
 

@@ -5,7 +5,8 @@ machine.
 With kiln.tvm.install(), the callback that compiles is kiln's, in the calling process and in a
 MetaSchedule LocalBuilder worker (installed there by the worker itself), and the cubin it returns,
 which the built module holds, lists every kernel TVM generated. Without install(), TVM compiles
-with its own callback and kiln runs nothing. Each case runs tvm_cuda_stub_driver.py in a child,
+with its own callback and kiln runs nothing. A module of many kernels that kiln compiles in parts
+has each kernel's machine code from one compile. Each case runs tvm_cuda_stub_driver.py in a child,
 whose library path the stub needs from its start.
 """
 
@@ -17,13 +18,13 @@ import sys
 
 import pytest
 
-from _cuda_helpers import require_cuda, sass
+from _cuda_helpers import require_cuda, sass, sass_by_function
 from conftest import TESTS_DIR, tvm_module
-from tvm_cuda_models import stub_driver, stub_environment
+from tvm_cuda_models import kernel_names, stub_driver, stub_environment
 
 
-def run_driver(mode, tmp_path):
-    """Runs the driver in `mode` ("kiln" or "tvm"); returns {report name: report}."""
+def run_driver(mode, tmp_path, *models):
+    """Runs the driver in `mode` ("kiln", "tvm" or "sources"); returns {report name: report}."""
     tvm_module("nvcc")
     require_cuda()
     stub = stub_driver(str(tmp_path / "stub"))
@@ -38,9 +39,11 @@ def run_driver(mode, tmp_path):
     for name in ("KILN_TVM", "TVM_CUDA_COMPILE_MODE", "KILN_NO_CACHE"):
         env.pop(name, None)
     done = subprocess.run([sys.executable, os.path.join(TESTS_DIR, "tvm_cuda_stub_driver.py"),
-                           mode, str(out)], env=env, capture_output=True, text=True,
+                           mode, str(out), *models], env=env, capture_output=True, text=True,
                           timeout=900, check=False)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    if mode == "sources":
+        return {model: (out / f"{model}.cu").read_text(encoding="utf-8") for model in models}
     reports = {}
     for path in glob.glob(str(out / "*.json")):
         with open(path, encoding="utf-8") as file:
@@ -82,3 +85,28 @@ def test_without_install_tvm_compiles_with_its_own_callback(tmp_path):
     assert parent["kiln_compiles"] == 0
     assert parent["in_module"]
     assert_cubin_lists_the_kernels(parent)
+
+
+@pytest.mark.parametrize("model", ["mlp8", "cnn2"])
+def test_a_tvm_module_compiled_in_parts_has_each_kernels_single_compile_sass(
+        tmp_path, monkeypatch, capfd, model):
+    """kiln compiles a module TVM generated (an MLP's matmuls and transposes, a CNN's
+    convolutions and paddings) as two NVRTC programs at once (nvrtc_parallel.h), and every
+    kernel's machine code is what one compile of the module makes."""
+    code = run_driver("sources", tmp_path, model)[model]
+    from kiln.support import nvcc  # pylint: disable=import-outside-toplevel
+
+    monkeypatch.setenv("KILN_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("KILN_NO_CACHE", "1")
+    monkeypatch.setenv("KILN_SERVER_DEBUG", "1")
+    monkeypatch.setenv("KILN_SERVER_IDLE", "10")
+    monkeypatch.delenv("KILN_NVRTC_SPLIT", raising=False)
+    capfd.readouterr()
+    parts = nvcc.compile_cuda(code, target_format="cubin", arch="sm_80")
+    assert "compiled the module as 2 programs at once" in capfd.readouterr().err
+    monkeypatch.setenv("KILN_NVRTC_SPLIT", "0")
+    whole = nvcc.compile_cuda(code, target_format="cubin", arch="sm_80")
+    split_sass, whole_sass = sass_by_function(bytes(parts)), sass_by_function(bytes(whole))
+    assert sorted(split_sass) == kernel_names(code)
+    for name, instructions in whole_sass.items():
+        assert split_sass[name] == instructions, f"{name}'s SASS differs"

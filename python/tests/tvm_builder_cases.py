@@ -33,3 +33,23 @@ def builder_inputs(count, n=128):
     target = tvm.target.Target({"kind": "llvm", "num-cores": 1})
     return [BuilderInput(matmul_module(n, tiles[i % len(tiles)] if i else None), target)
             for i in range(count)]
+
+
+def tune_matmul(work_dir, trials, builder, runner, n=128):
+    """MetaSchedule's tune_tir of matmul_module(n) on llvm (2 cores) for `trials` trials, 16 per
+    iteration, with `builder` and `runner` and a random cost model (no xgboost here); its
+    database."""
+    import tvm  # pylint: disable=import-outside-toplevel
+    from tvm.s_tir import meta_schedule as ms  # pylint: disable=import-outside-toplevel
+
+    target = tvm.target.Target({"kind": "llvm", "num-cores": 2})
+    return ms.tune_tir(matmul_module(n), target, work_dir, max_trials_global=trials,
+                       num_trials_per_iter=16, builder=builder, runner=runner,
+                       cost_model="random", seed=7, num_tuning_cores=2)
+
+
+def valid_records(database):
+    """The database's tuning records with a measured run time (failed builds and runs record
+    1e10 seconds, or none)."""
+    records = database.get_all_tuning_records()
+    return [r for r in records if r.run_secs and all(0 < float(s) < 1e9 for s in r.run_secs)]

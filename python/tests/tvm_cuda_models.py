@@ -61,7 +61,8 @@ def cuda_target():
 
 def relax_model(kind):
     """The Relax IRModule of a float16 model: "mlp8" (4 layers: 8 kernels), "mlp16" (8 layers: 16
-    kernels), "mlp4" (2 layers: 4 kernels) or "cnn" (4 convolutions)."""
+    kernels), "mlp4" (2 layers: 4 kernels), "cnn" (4 convolutions up to 96 channels: 8 kernels,
+    ~30 s of TVM's Relax pipeline) or "cnn2" (2 convolutions: 4 kernels, fast)."""
     from tvm.relax.frontend import nn  # pylint: disable=import-outside-toplevel
 
     class Mlp(nn.Module):  # pylint: disable=too-few-public-methods
@@ -89,9 +90,10 @@ def relax_model(kind):
         widths = [512 + 256 * i for i in range(layers + 1)]
         shape = {"x": nn.spec.Tensor((32, widths[0]), "float16")}
         return Mlp(widths).export_tvm({"forward": shape})[0]
-    if kind == "cnn":
+    if kind in ("cnn", "cnn2"):
+        channels = [16, 32, 48, 64, 96] if kind == "cnn" else [16, 32, 48]
         shape = {"x": nn.spec.Tensor((1, 16, 56, 56), "float16")}
-        return Cnn([16, 32, 48, 64, 96]).export_tvm({"forward": shape})[0]
+        return Cnn(channels).export_tvm({"forward": shape})[0]
     raise ValueError(f"no model {kind}")
 
 
@@ -102,6 +104,27 @@ def scheduled(mod, target):
 
     with target:
         return relax.get_default_pipeline(target)(mod)
+
+
+def cuda_source(kind):
+    """The CUDA source TVM generates for relax_model(kind) (no compiler runs: the callback that
+    receives it answers placeholder bytes)."""
+    import tvm  # pylint: disable=import-outside-toplevel
+    import tvm_ffi  # pylint: disable=import-outside-toplevel
+
+    sources = []
+    callback = tvm_ffi.get_global_func("tvm_callback_cuda_compile", allow_missing=True)
+    tvm_ffi.register_global_func("tvm_callback_cuda_compile",
+                                 lambda code: sources.append(str(code)) or bytearray(b"x"),
+                                 override=True)
+    try:
+        target = cuda_target()
+        with target:
+            tvm.compile(relax_model(kind), target=target)
+    finally:
+        if callback is not None:
+            tvm_ffi.register_global_func("tvm_callback_cuda_compile", callback, override=True)
+    return sources[0]
 
 
 def kernel_names(code):

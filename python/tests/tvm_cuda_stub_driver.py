@@ -2,13 +2,15 @@
 path finds CUDA's stub driver (tvm_cuda_models.py says why).
 
     python tvm_cuda_stub_driver.py kiln|tvm OUT_DIR
+    python tvm_cuda_stub_driver.py sources OUT_DIR MODEL...
 
 Builds a Relax MLP of 4 kernels with tvm.compile for sm_80 inside `with target:`, kiln.tvm.install()
 first with "kiln", and writes OUT_DIR/parent.json: how many compiles kiln's extension ran, the
 kernels the CUDA source TVM generated defines, the file holding the bytes the callback returned
 (OUT_DIR/parent.cubin), and whether the built module holds those bytes. With "kiln" it then builds
 two MetaSchedule CUDA candidates with LocalBuilder, whose worker's f_build (probe_build) writes
-the same for itself to OUT_DIR/worker-<n>.json.
+the same for itself to OUT_DIR/worker-<n>.json. "sources" writes the CUDA source TVM generates
+for each model of tvm_cuda_models.relax_model to OUT_DIR/<model>.cu.
 """
 
 import json
@@ -92,10 +94,15 @@ def probe_build(mod, target, params):
     return built
 
 
-def main(mode, out_dir):
+def main(mode, out_dir, *models):
     import tvm  # pylint: disable=import-outside-toplevel
-    from tvm_cuda_models import cuda_candidates, cuda_target, relax_model  # noqa: E501  pylint: disable=import-outside-toplevel
+    from tvm_cuda_models import cuda_candidates, cuda_source, cuda_target, relax_model  # noqa: E501  pylint: disable=import-outside-toplevel
 
+    if mode == "sources":
+        for model in models:
+            with open(os.path.join(out_dir, model + ".cu"), "w", encoding="utf-8") as file:
+                file.write(cuda_source(model))
+        return
     if mode == "kiln":
         import kiln.tvm  # pylint: disable=import-outside-toplevel
 
@@ -124,4 +131,4 @@ def main(mode, out_dir):
 
 if __name__ == "__main__":
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    main(sys.argv[1], sys.argv[2])
+    main(*sys.argv[1:])

@@ -78,5 +78,15 @@ def tvm_popen_worker():
     write("tvm_popen_worker")
 
 
+def tuning_builder_worker():
+    """LocalBuilder's initializer in a tuning run: one report per worker."""
+    write(f"tuning_builder_worker-{os.getpid()}")
+
+
+def tuning_runner_worker():
+    """LocalRunner's initializer in a tuning run: one report per worker."""
+    write(f"tuning_runner_worker-{os.getpid()}")
+
+
 if __name__ == "__main__":  # a subprocess: python tvm_probe_tasks.py <kind>
     write(sys.argv[1])

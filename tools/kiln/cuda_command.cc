@@ -81,6 +81,7 @@ void compile(const CompileArgs& args) {
   std::string notes(cuda::backend_name(backend));
   if (!args.arch.empty()) notes += ", " + args.arch;
   if (result.cached) notes += ", cached";  // from kiln's kernel cache: no compiler ran
+  if (result.programs > 1) notes += fmt::format(", {} programs at once", result.programs);
   std::cout << fmt::format("{}: {} bytes of {} ({})\n", output.string(), result.bytes.size(),
                            cuda::format_name(chosen), notes);
 }
