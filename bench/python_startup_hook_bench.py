@@ -3,12 +3,14 @@
     python python_startup_hook_bench.py [--runs N]
 
 Two throwaway venvs of this interpreter, alike but for kiln-tvm.pth in one's site-packages,
-each run `python -c pass` N times (200 by default), interleaved; prints both medians and their
-difference (issue 28: no measurable difference).
+each run `python -c pass` N times (200 by default), interleaved; prints both medians, their
+difference and its 95% bootstrap interval (issue 28: no measurable difference, i.e. an interval
+that holds 0).
 """
 
 import argparse
 import os
+import random
 import statistics
 import subprocess
 import sys
@@ -48,10 +50,22 @@ def main():
                 subprocess.run([pythons[name], "-c", "pass"], env=env, check=True)
                 times[name].append(time.perf_counter() - start)
     medians = {name: statistics.median(t) * 1e3 for name, t in times.items()}
+    low, high = difference_interval(times["without"], times["with"])
     print(f"python -c pass, median of {args.runs}: without kiln-tvm.pth {medians['without']:.2f} ms, "
           f"with it and KILN_TVM unset {medians['with']:.2f} ms, "
-          f"difference {medians['with'] - medians['without']:+.2f} ms")
+          f"difference {medians['with'] - medians['without']:+.2f} ms "
+          f"(95% bootstrap interval {low * 1e3:+.2f} .. {high * 1e3:+.2f} ms: "
+          f"{'no measurable difference' if low <= 0 <= high else 'measurable'})")
     return 0
+
+
+def difference_interval(without, with_hook, resamples=2000):
+    """The 2.5th and 97.5th percentiles of median(with) - median(without) over resamples."""
+    rng = random.Random(28)
+    differences = sorted(
+        statistics.median(rng.choices(with_hook, k=len(with_hook))) -
+        statistics.median(rng.choices(without, k=len(without))) for _ in range(resamples))
+    return differences[int(0.025 * resamples)], differences[int(0.975 * resamples)]
 
 
 if __name__ == "__main__":

@@ -52,8 +52,8 @@ namespace {
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 using nlohmann::json;
-using testing::NamespaceNetwork;
 using testing::find_cuobjdump;
+using testing::NamespaceNetwork;
 using testing::read_file;
 using testing::sass_listing;
 using testing::SccacheCluster;
