@@ -55,9 +55,13 @@ GLOBALS = {
     "s_tir.meta_schedule.builder.export_ndk": ("ndk", "_ndk_export"),
 }
 
-# Modules that tasks from under a module import while they run: the worker template of
-# kiln.support.popen_pool imports them ahead.
-TEMPLATE_COMPANIONS = {"tvm.s_tir.meta_schedule": ("tvm.s_tir.tensor_intrin",)}
+# Modules that tasks import while they run, by the prefix of the task function's
+# "module.qualname": the worker template of kiln.support.popen_pool imports them ahead.
+# LocalBuilder.build's tasks run default_build, which imports tvm.s_tir.tensor_intrin (25-50 s
+# on two cores) inside the builder's timeout; its sanity check and the runner's tasks do not.
+TEMPLATE_COMPANIONS = {
+    "tvm.s_tir.meta_schedule.builder.local_builder.LocalBuilder.build.": ("tvm.s_tir.tensor_intrin",),
+}
 
 _lock = threading.Lock()
 # (tvm module, name) -> TVM's attribute, while installed.

@@ -65,13 +65,22 @@ def test_local_builder_builds_in_kilns_workers(installed):
 
     assert local_builder.PopenPoolExecutor is popen_pool.PopenPoolExecutor
     builder = LocalBuilder(
-        max_workers=2, timeout_sec=45, f_build=tvm_builder_tasks.build_or_misbehave
+        max_workers=2,
+        timeout_sec=45,
+        f_build=tvm_builder_tasks.build_noting_imports,
+        f_export=tvm_builder_tasks.export_noting_imports,
     )
+    # The sanity check LocalBuilder() ran in a pool of its own did not make the worker template
+    # import (and wait for) tvm.s_tir.tensor_intrin: only LocalBuilder.build's tasks need it.
+    assert "tvm.s_tir.tensor_intrin" not in popen_pool._Template.wanted  # noqa: E501  pylint: disable=protected-access
     results = builder.build([candidate(), candidate(n=32), candidate("raise"), candidate("hang")])
     assert len(results) == 4
     for result in results[:2]:
         assert result.error_msg is None, result.error_msg
         assert os.path.getsize(result.artifact_path) > 0
+        # ... and those found it imported (by the template) before their build began.
+        with open(os.path.join(os.path.dirname(result.artifact_path), "imports.txt")) as noted:
+            assert noted.read() == "tensor_intrin before the build: True"
         loaded = tvm.runtime.load_module(result.artifact_path)
         assert loaded["main"] is not None
         shutil.rmtree(os.path.dirname(result.artifact_path))  # default_export's mkdtemp()
@@ -79,3 +88,4 @@ def test_local_builder_builds_in_kilns_workers(installed):
     assert "LocalBuilder: An exception occurred" in results[2].error_msg
     assert "ValueError: kiln_case says raise" in results[2].error_msg
     assert results[3].error_msg == "LocalBuilder: Timeout, killed after 45 seconds"
+

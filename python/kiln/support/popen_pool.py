@@ -222,18 +222,16 @@ class _Template:
     def enabled():
         return os.environ.get("KILN_POOL_TEMPLATE", "1") != "0"
 
-    # Module prefix -> modules that tasks from under it import while they run, named ahead so
-    # that the first template has them (kiln.tvm names MetaSchedule's).
+    # Prefix of a task function's "module.qualname" -> modules those tasks import while they
+    # run, named ahead so that the template has them before the task's time starts (kiln.tvm
+    # names those of MetaSchedule's builder). Keyed by function, not module: another task of the
+    # same module (LocalBuilder's sanity check) does not wait for imports it never makes.
     companions = {}
 
     @classmethod
     def want(cls, names):
         """Ask for `names` too; starts the template (again) when one is new."""
         with cls.lock:
-            names = list(names)
-            for prefix, extra in list(cls.companions.items()):
-                if any(n == prefix or (n or "").startswith(prefix + ".") for n in names):
-                    names.extend(extra)
             new = [name for name in dict.fromkeys(names) if name not in cls.seen]
             if not new:
                 return
@@ -249,8 +247,14 @@ class _Template:
         then, while a template is being prepared, wait for it: the workers about to start would
         spend that time importing the same modules, each on its own."""
         name = getattr(function, "__module__", None)
-        if name not in cls.seen:
-            cls.want([name])
+        names = [name]
+        if cls.companions:
+            task = f"{name}.{getattr(function, '__qualname__', '')}"
+            for prefix, extra in list(cls.companions.items()):
+                if task.startswith(prefix):
+                    names.extend(extra)
+        if any(n not in cls.seen for n in names):
+            cls.want(names)
         if cls.wanted and cls.enabled():
             native.wait_for_template(_COMMAND, _TEMPLATE_WAIT_S, True)
 
