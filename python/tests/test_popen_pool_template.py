@@ -159,3 +159,18 @@ time.sleep(600)
     while time.monotonic() < deadline and not all(process_is_dead(p) for p in children):
         time.sleep(0.05)
     assert all(process_is_dead(p) for p in children)
+
+
+def test_what_is_asked_for_while_a_template_prepares_is_in_the_next_one():
+    # MetaSchedule's LocalBuilder.build asks for tvm.s_tir.tensor_intrin while the template that
+    # learned from the sanity check's answer prepares; the build's workers must have it.
+    done = run_script("""
+from kiln.support import popen_pool as kp
+import template_tasks as tasks
+kp.warm(["template_tasks", "slow_import_tasks"])  # slow_import_tasks: still preparing below
+assert kp.warm(["late_import_tasks"], timeout=60), kp.template_stats()
+with kp.PopenPoolExecutor(max_workers=1) as pool:
+    print(pool.submit(tasks.facts).result()["modules"])
+""")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "['late_import_tasks', 'slow_import_tasks']" in done.stdout, done.stdout

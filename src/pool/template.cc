@@ -348,19 +348,10 @@ class Templates {
     promote(entry);
     if (entry.next || entry.losses >= kMaxLosses) return false;
     if (entry.ready && !lacks(entry, *entry.ready)) return false;
+    if (entry.ready && start_successor(entry)) return true;
     try {
-      if (entry.ready) {
-        try {
-          entry.next = std::make_unique<TemplateProcess>(*entry.ready, entry.wanted);
-        } catch (const std::exception& error) {
-          note(fmt::format("a successor could not be forked ({}): starting one afresh",
-                           error.what()));
-        }
-      }
-      if (!entry.next) {
-        entry.next =
-            std::make_unique<TemplateProcess>(entry.command, std::move(environment), entry.wanted);
-      }
+      entry.next =
+          std::make_unique<TemplateProcess>(entry.command, std::move(environment), entry.wanted);
     } catch (const std::exception& error) {
       entry.last_failure = fmt::format("the template could not start: {}", error.what());
       note(entry.last_failure);
@@ -371,7 +362,21 @@ class Templates {
     return true;
   }
 
-  // A template that finished preparing replaces the ready one; one that failed is dropped.
+  // Forks the ready template's successor, which imports what the ready one lacks; false (with
+  // a note) when it cannot be forked.
+  bool start_successor(Entry& entry) {
+    try {
+      entry.next = std::make_unique<TemplateProcess>(*entry.ready, entry.wanted);
+    } catch (const std::exception& error) {
+      note(fmt::format("a successor could not be forked ({})", error.what()));
+      return false;
+    }
+    ++stats_.started;
+    return true;
+  }
+
+  // A template that finished preparing replaces the ready one; one that failed is dropped. One
+  // that lacks names wanted while it prepared gets a successor at once: nobody may ask again.
   void promote(Entry& entry) {
     if (!entry.next) return;
     entry.next->poll();
@@ -385,6 +390,7 @@ class Templates {
       // What it could not import is not wanted any more: asking for it again would rebuild
       // the template for ever.
       for (const std::string& name : entry.ready->failed_names()) std::erase(entry.wanted, name);
+      if (lacks(entry, *entry.ready)) start_successor(entry);
     }
   }
 
