@@ -34,15 +34,7 @@ def import_tvm_task():
 def batch(inputs):
     from tvm.s_tir.meta_schedule.builder import LocalBuilder  # noqa: E501  pylint: disable=import-outside-toplevel
 
-    start = time.perf_counter()
-    results = LocalBuilder(max_workers=2).build(inputs)
-    seconds = time.perf_counter() - start
-    errors = [r.error_msg for r in results if r.error_msg is not None]
-    for result in results:
-        if result.artifact_path:
-            os.remove(result.artifact_path)
-            os.rmdir(os.path.dirname(result.artifact_path))
-    return seconds, len(results) - len(errors), errors[:1]
+    return tvm_builder_cases.timed_build(LocalBuilder(max_workers=2), inputs)
 
 
 def first_answer():

@@ -38,7 +38,8 @@ import time
 BENCH_DIR = os.path.dirname(os.path.abspath(__file__))
 TESTS_DIR = os.path.join(os.path.dirname(BENCH_DIR), "python", "tests")
 sys.path.insert(0, TESTS_DIR)
-import tvm_cuda_models  # noqa: E402  (needs TESTS_DIR on sys.path)
+import tvm_builder_cases  # noqa: E402  (needs TESTS_DIR on sys.path)
+import tvm_cuda_models  # noqa: E402
 
 GOALS = {"compile": 0.6, "builder": 0.2}
 SIDES = ["tvm", "kiln", "kiln-cached"]
@@ -135,16 +136,9 @@ def print_model(model, figure):
 def builder_batch(inputs):
     from tvm.s_tir.meta_schedule.builder import LocalBuilder  # noqa: E501  pylint: disable=import-outside-toplevel
 
-    start = time.perf_counter()
-    results = LocalBuilder(max_workers=2, timeout_sec=300,
-                           f_build=tvm_cuda_models.build_in_target_scope).build(inputs)
-    seconds = time.perf_counter() - start
-    errors = [r.error_msg for r in results if r.error_msg is not None]
-    for result in results:
-        if result.artifact_path:
-            os.remove(result.artifact_path)
-            os.rmdir(os.path.dirname(result.artifact_path))
-    return seconds, len(results) - len(errors), errors[:1]
+    builder = LocalBuilder(max_workers=2, timeout_sec=300,
+                           f_build=tvm_cuda_models.build_in_target_scope)
+    return tvm_builder_cases.timed_build(builder, inputs)
 
 
 def measure_builder(count, rounds):

@@ -1,6 +1,9 @@
 """Real MetaSchedule candidates for the builder benchmark and tests: TE matmuls as IRModules, the
 BuilderInputs that MetaSchedule's LocalBuilder receives from a tuning run."""
 
+import os
+import time
+
 
 def matmul_module(n, tile=None):
     """An IRModule with a PrimFunc C = A @ B of n x n float32, its inner loop split by `tile`
@@ -53,3 +56,17 @@ def valid_records(database):
     1e10 seconds, or none)."""
     records = database.get_all_tuning_records()
     return [r for r in records if r.run_secs and all(0 < float(s) < 1e9 for s in r.run_secs)]
+
+
+def timed_build(builder, inputs):
+    """builder.build(inputs) timed: (seconds, how many built, the first error or none), with the
+    artifacts removed."""
+    start = time.perf_counter()
+    results = builder.build(inputs)
+    seconds = time.perf_counter() - start
+    errors = [r.error_msg for r in results if r.error_msg is not None]
+    for result in results:
+        if result.artifact_path:
+            os.remove(result.artifact_path)
+            os.rmdir(os.path.dirname(result.artifact_path))
+    return seconds, len(results) - len(errors), errors[:1]
