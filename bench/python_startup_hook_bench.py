@@ -1,11 +1,12 @@
-"""What kiln-tvm.pth costs an interpreter that never asks for kiln (KILN_TVM unset).
+"""What kiln's hook costs an interpreter that never imports tvm (KILN_TVM unset and set).
 
     python python_startup_hook_bench.py [--runs N]
 
-Two throwaway venvs of this interpreter, alike but for kiln-tvm.pth in one's site-packages,
-each run `python -c pass` N times (200 by default), interleaved; prints both medians, their
-difference and its 95% bootstrap interval (issue 28: no measurable difference, i.e. an interval
-that holds 0).
+Two throwaway venvs of this interpreter, alike but for kiln installed as the wheel installs it
+(python/tests/kiln_site.py: its dist-info with the tvm.backends entry point that `import tvm`
+calls) in one of them, each run `python -c pass` N times (200 by default), interleaved; prints
+both medians, their difference and its 95% bootstrap interval (issue 28: no measurable
+difference, i.e. an interval that holds 0). Both have this checkout's python/ on their path.
 """
 
 import argparse
@@ -17,32 +18,23 @@ import sys
 import tempfile
 import time
 
-PTH = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "python",
-                   "kiln-tvm.pth")
-
-
-def make_venv(root, with_hook):
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", root], check=True)
-    python = os.path.join(root, "bin", "python")
-    purelib = subprocess.run([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                             check=True, capture_output=True, text=True).stdout.strip()
-    with open(os.path.join(purelib, "00-kiln.pth"), "w", encoding="utf-8") as file:
-        file.write(os.path.dirname(PTH) + "\n")  # kiln importable in both
-    if with_hook:
-        with open(PTH, encoding="utf-8") as source, \
-                open(os.path.join(purelib, "kiln-tvm.pth"), "w", encoding="utf-8") as target:
-            target.write(source.read())
-    return python
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "python", "tests"))
+import kiln_site  # noqa: E402  (needs python/tests on sys.path)
 
 
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=200)
+    parser.add_argument("--kiln-tvm", action="store_true", help="with KILN_TVM=1 set")
     args = parser.parse_args()
     env = {k: v for k, v in os.environ.items() if k != "KILN_TVM"}
+    if args.kiln_tvm:
+        env["KILN_TVM"] = "1"
     with tempfile.TemporaryDirectory() as work:
-        pythons = {"without": make_venv(os.path.join(work, "a"), False),
-                   "with": make_venv(os.path.join(work, "b"), True)}
+        paths = [os.path.join(ROOT, "python")]
+        pythons = {"without": kiln_site.make_venv(os.path.join(work, "a"), paths, False),
+                   "with": kiln_site.make_venv(os.path.join(work, "b"), paths, True)}
         times = {name: [] for name in pythons}
         for i in range(args.runs):
             for name in (("without", "with") if i % 2 else ("with", "without")):
@@ -51,8 +43,9 @@ def main():
                 times[name].append(time.perf_counter() - start)
     medians = {name: statistics.median(t) * 1e3 for name, t in times.items()}
     low, high = difference_interval(times["without"], times["with"])
-    print(f"python -c pass, median of {args.runs}: without kiln-tvm.pth {medians['without']:.2f} ms, "
-          f"with it and KILN_TVM unset {medians['with']:.2f} ms, "
+    variable = "set" if args.kiln_tvm else "unset"
+    print(f"python -c pass, median of {args.runs}: without kiln {medians['without']:.2f} ms, "
+          f"with kiln installed and KILN_TVM {variable} {medians['with']:.2f} ms, "
           f"difference {medians['with'] - medians['without']:+.2f} ms "
           f"(95% bootstrap interval {low * 1e3:+.2f} .. {high * 1e3:+.2f} ms: "
           f"{'no measurable difference' if low <= 0 <= high else 'measurable'})")

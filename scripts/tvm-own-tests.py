@@ -6,9 +6,9 @@ prints the per-file table (issue 28: no test that passes without kiln fails with
 
 TVM/tests/python is a checkout of apache/tvm's tests (they are never copied here). The same
 interpreter runs both sides: the project's venv (apache-tvm from PyPI) as is, and an overlay venv
-made under --work that sees the venv's packages, this checkout's kiln (python/ and
-build/release/python) and kiln-tvm.pth, with KILN_TVM=1: every Python process the tests start
-imports kiln.tvm.install() with tvm. CUDA's stub driver is on the library path, so that tvm.compile
+made under --work that sees the venv's packages and this checkout's kiln (python/ and
+build/release/python) as the wheel installs it, with KILN_TVM=1: every Python process the tests
+start installs kiln when it imports tvm (kiln's tvm.backends entry point). CUDA's stub driver is on the library path, so that tvm.compile
 for CUDA reaches tvm_callback_cuda_compile without a GPU. --unskip also runs the tests that TVM's
 markers skip for reasons that do not hold here (tvm_unskip.py says which).
 """
@@ -41,21 +41,16 @@ COUNTED = r"(\d+) (passed|failed|skipped|errors?|xfailed|xpassed)"
 
 
 def kiln_overlay(work):
-    """The overlay venv's python: the project's packages, this checkout's kiln, kiln-tvm.pth."""
-    venv = os.path.join(work, "kiln-venv")
-    python = os.path.join(venv, "bin", "python")
+    """The overlay venv's python: the project's packages, and this checkout's kiln as the wheel
+    installs it (python/tests/kiln_site.py)."""
+    python = os.path.join(work, "kiln-venv", "bin", "python")
     if not os.path.exists(python):
-        subprocess.run([sys.executable, "-m", "venv", "--without-pip", venv], check=True)
-        purelib = subprocess.run(
-            [python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-            check=True, capture_output=True, text=True).stdout.strip()
-        with open(os.path.join(purelib, "00-kiln-checkout.pth"), "w", encoding="utf-8") as pth:
-            pth.write("\n".join([os.path.join(ROOT, "python"),
-                                 os.path.join(ROOT, "build", "release", "python"),
-                                 sysconfig.get_paths()["purelib"]]) + "\n")
-        with open(os.path.join(ROOT, "python", "kiln-tvm.pth"), encoding="utf-8") as source, \
-                open(os.path.join(purelib, "kiln-tvm.pth"), "w", encoding="utf-8") as target:
-            target.write(source.read())
+        sys.path.insert(0, os.path.join(ROOT, "python", "tests"))
+        import kiln_site  # pylint: disable=import-outside-toplevel
+
+        paths = [os.path.join(ROOT, "python"), os.path.join(ROOT, "build", "release", "python"),
+                 sysconfig.get_paths()["purelib"]]
+        kiln_site.make_venv(os.path.join(work, "kiln-venv"), paths)
     return python
 
 

@@ -1,22 +1,26 @@
 """KILN_TVM=1: install kiln into TVM as soon as a process imports tvm.
 
-``arm()`` puts a one-shot finder at the front of ``sys.meta_path``. When ``import tvm`` runs (in
-any form: ``import tvm.support.cc``, ``python -m tvm.exec.rpc_server``), the finder finds tvm's
-spec the way the import system would have, and wraps its loader so that ``kiln.tvm.install()``
-runs the moment tvm's own ``__init__`` has finished, before the statement that imported it goes
-on. Nothing here imports TVM or kiln's extension: a process that never imports tvm pays for one
-list entry.
+Two ways in, both ending in ``kiln.tvm.install()`` (idempotent) the moment tvm's own ``__init__``
+has run, before the statement that imported tvm goes on:
 
-Who arms it: the ``kiln-tvm.pth`` file the wheel puts in site-packages, at every interpreter's
-start when ``KILN_TVM=1`` (the environment kiln.tvm.install() gives the processes it starts), and
-kiln's pool workers themselves, which arm it when they start with ``KILN_TVM=1`` whatever the
-site-packages hold.
+- ``autoload()``: the wheel declares it an entry point of the group ``tvm.backends``, which
+  ``import tvm`` (0.27) calls at the end of its ``__init__`` in every process: a Python process
+  that never imports tvm runs nothing of kiln, not even a .pth line (python -c pass costs the
+  same with kiln installed or not). TVM_DEVICE_BACKEND_AUTOLOAD=0 turns TVM's entry points off,
+  kiln's with them.
+- ``arm()``: a one-shot finder at the front of ``sys.meta_path``. When ``import tvm`` runs (in any
+  form: ``import tvm.support.cc``, ``python -m tvm.exec.rpc_server``), it finds tvm's spec the way
+  the import system would have and wraps its loader so that install() runs once tvm has executed.
+  kiln's pool workers arm it when they start with ``KILN_TVM=1``, so they get kiln also where kiln
+  is not installed as a wheel (a source checkout on PYTHONPATH declares no entry point).
+
+Nothing here imports TVM or kiln's extension before tvm is imported.
 """
 
 import os
 import sys
 
-__all__ = ["VARIABLE", "arm", "armed", "wanted"]
+__all__ = ["VARIABLE", "arm", "armed", "autoload", "wanted"]
 
 VARIABLE = "KILN_TVM"
 
@@ -94,3 +98,9 @@ def arm():
         _install()
     elif not armed():
         sys.meta_path.insert(0, TvmImportHook())
+
+
+def autoload():
+    """TVM's ``tvm.backends`` entry point: install kiln when the environment asks for it."""
+    if wanted():
+        _install()

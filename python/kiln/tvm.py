@@ -17,9 +17,10 @@ Which processes install() reaches:
   moment it imports tvm (kiln._tvm_hook). kiln's pool workers (kiln.support.popen_pool: the pools
   of MetaSchedule's LocalBuilder and LocalRunner and of TVM's RPC server once kiln is installed)
   do that themselves; any other Python process (``python -m tvm.exec.rpc_server``, TVM's own
-  popen workers, a subprocess running a script) does it through the ``kiln-tvm.pth`` file that
-  the kiln wheel puts in site-packages, so it needs kiln installed in its interpreter (a process
-  that only has this checkout on PYTHONPATH reads no .pth file);
+  popen workers, a subprocess running a script) does it through the ``tvm.backends`` entry point
+  that the kiln wheel declares and ``import tvm`` calls, so it needs kiln installed in its
+  interpreter (a process that only has this checkout on PYTHONPATH sees no entry point), and
+  TVM's backend autoload on (not TVM_DEVICE_BACKEND_AUTOLOAD=0);
 - not processes started with an environment of their own that drops KILN_TVM, nor processes
   already running.
 

@@ -3,9 +3,9 @@
 A TVM user's program (tvm_probe_driver.py) starts a MetaSchedule LocalBuilder worker, a
 LocalRunner worker, an RPC server, TVM's own PopenWorker and a plain subprocess; each reports
 whether its tvm.support functions and its CUDA callback are kiln's. The program runs in a Python
-environment where kiln is installed as the wheel installs it: its site-packages holds the
-kiln-tvm.pth file of this checkout (and a .pth putting this checkout, its build and the
-project's venv on the path), so the startup hook is the one users get.
+environment where kiln is installed as the wheel installs it (kiln_site.py: this checkout, its
+build and the project's venv on the path, and kiln's dist-info declaring its ``tvm.backends``
+entry point), so the hook that ``import tvm`` runs is the one users get.
 """
 
 import json
@@ -18,9 +18,10 @@ import pytest
 
 from conftest import TESTS_DIR, tvm_module
 
+import kiln_site
+
 import kiln
 
-PTH = os.path.join(os.path.dirname(TESTS_DIR), "kiln-tvm.pth")
 KINDS = ("parent", "local_builder_worker", "local_runner_worker", "rpc_server",
          "tvm_popen_worker", "subprocess")
 FUNCTIONS = ("create_shared", "tar", "compile_cuda", "tvm_callback_cuda_compile")
@@ -28,23 +29,11 @@ FUNCTIONS = ("create_shared", "tar", "compile_cuda", "tvm_callback_cuda_compile"
 
 @pytest.fixture(scope="module", name="kiln_python")
 def fixture_kiln_python(tmp_path_factory):
-    """An interpreter whose site-packages has kiln as the wheel puts it there (kiln-tvm.pth)."""
+    """An interpreter whose site-packages has kiln as the wheel puts it there."""
     tvm_module("cc")
     root = tmp_path_factory.mktemp("kiln-site")
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(root / "venv")],
-                   check=True)
-    python = root / "venv" / "bin" / "python"
-    purelib = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                             check=True, capture_output=True, text=True).stdout.strip()
-    # Read before kiln-tvm.pth (site reads .pth files in name order): where kiln, TVM and the
-    # tests' packages are.
-    paths = [*kiln.__path__, *site.getsitepackages()]
-    with open(os.path.join(purelib, "00-kiln-checkout.pth"), "w", encoding="utf-8") as file:
-        file.write("".join(f"{os.path.dirname(p) if p in kiln.__path__ else p}\n" for p in paths))
-    with open(PTH, encoding="utf-8") as source, \
-            open(os.path.join(purelib, "kiln-tvm.pth"), "w", encoding="utf-8") as target:
-        target.write(source.read())
-    return str(python)
+    paths = [os.path.dirname(p) for p in kiln.__path__] + site.getsitepackages()
+    return kiln_site.make_venv(str(root / "venv"), paths)
 
 
 def run_driver(kiln_python, mode, tmp_path, kiln_tvm):
@@ -81,18 +70,25 @@ def test_without_kiln_every_process_runs_tvm(kiln_python, tmp_path, mode):
     assert reports == {kind: dict.fromkeys(FUNCTIONS, "tvm") for kind in KINDS}
 
 
-def test_the_hook_costs_nothing_without_the_variable(kiln_python):
-    """KILN_TVM unset: the .pth imports nothing of kiln; set: it arms the hook and imports
-    neither TVM nor kiln's extension until tvm is imported."""
-    code = ("import sys; print(sorted(m for m in sys.modules if m.split('.')[0] in "
-            "('kiln', 'tvm', 'tvm_ffi')))")
+def test_the_hook_costs_nothing_until_tvm_is_imported(kiln_python):
+    """KILN_TVM set or not, an interpreter imports nothing of kiln (nor TVM) until it imports
+    tvm; then TVM calls kiln's entry point, which installs kiln only with the variable."""
+    started = ("import sys; print(sorted(m for m in sys.modules "
+               "if m.split('.')[0] in ('kiln', 'tvm', 'tvm_ffi')))")
+    after_tvm = ("import sys, tvm.support.cc as cc; print(cc.create_shared.__module__, "
+                 "sorted(m for m in sys.modules if m.split('.')[0] == 'kiln'))")
     env = {k: v for k, v in os.environ.items() if k != "KILN_TVM"}
-    unset = subprocess.run([kiln_python, "-c", code], env=env, check=True,
+    for variable in ({}, {"KILN_TVM": "1"}):
+        done = subprocess.run([kiln_python, "-c", started], env=dict(env, **variable),
+                              check=True, capture_output=True, text=True)
+        assert done.stdout.strip() == "[]", (variable, done.stdout)
+    unset = subprocess.run([kiln_python, "-c", after_tvm], env=env, check=True,
                            capture_output=True, text=True)
-    assert unset.stdout.strip() == "[]", unset.stdout
-    armed = subprocess.run([kiln_python, "-c", code], env=dict(env, KILN_TVM="1"), check=True,
-                           capture_output=True, text=True)
-    assert armed.stdout.strip() == "['kiln', 'kiln._tvm_hook']", armed.stdout
+    assert unset.stdout.strip() == "tvm.support.cc ['kiln', 'kiln._tvm_hook']", unset.stdout
+    armed = subprocess.run([kiln_python, "-c", after_tvm], env=dict(env, KILN_TVM="1"),
+                           check=True, capture_output=True, text=True)
+    assert armed.stdout.startswith("kiln.support.cc ") and "'kiln.tvm'" in armed.stdout, \
+        armed.stdout
 
 
 def test_a_failing_install_does_not_break_import_tvm(kiln_python, tmp_path):
