@@ -1,10 +1,10 @@
 """MetaSchedule's LocalBuilder on kiln's pool (warm worker templates) against TVM's, in one run.
 
-    python python_tvm_builder_bench.py [--rounds N] [--json OUT.json]
+    python python_tvm_builder_bench.py [--rounds N] [--timeout S] [--json OUT.json]
 
 Both sides build the same 16 real candidates (TE matmuls 128^3, python/tests/tvm_builder_cases.py)
-with LocalBuilder(max_workers=2), a fresh pool per batch as MetaSchedule makes one, in alternating
-rounds (tvm, kiln, kiln, tvm, ...); TVM's side is apache-tvm 0.27's own tvm.support.popen_pool,
+with LocalBuilder(max_workers=2, timeout_sec=S), a fresh pool per batch as MetaSchedule makes
+one, in alternating rounds (tvm, kiln, kiln, tvm, ...); TVM's side is apache-tvm 0.27's own tvm.support.popen_pool,
 kiln's is kiln.tvm.install()'s. kiln's first batch (which prepares the template: the imports
 TVM's workers pay in every batch) is reported apart. Also timed: the first answer of a fresh
 PopenPoolExecutor for a task that imports tvm. Targets (issue 28): a batch kiln <= tvm / 10, a
@@ -31,10 +31,11 @@ def import_tvm_task():
     return tvm.__version__
 
 
-def batch(inputs):
+def batch(inputs, timeout):
     from tvm.s_tir.meta_schedule.builder import LocalBuilder  # noqa: E501  pylint: disable=import-outside-toplevel
 
-    return tvm_builder_cases.timed_build(LocalBuilder(max_workers=2), inputs)
+    builder = LocalBuilder(max_workers=2, timeout_sec=timeout)
+    return tvm_builder_cases.timed_build(builder, inputs)
 
 
 def first_answer():
@@ -52,6 +53,9 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--json")
+    parser.add_argument("--timeout", type=float, default=30.0,
+                        help="LocalBuilder's timeout_sec (MetaSchedule's default: 30; where TVM's "
+                             "workers import for longer than that, its pool builds nothing)")
     args = parser.parse_args()
     os.environ["PYTHONPATH"] = os.pathsep.join(
         p for p in (BENCH_DIR, os.environ.get("PYTHONPATH")) if p)
@@ -60,7 +64,7 @@ def main():
     inputs = tvm_builder_cases.builder_inputs(16)
     figures = {"tvm": {"batch": [], "first": []}, "kiln": {"batch": [], "first": []}}
     kiln.tvm.install()
-    figures["kiln"]["first_batch"], built, errors = batch(inputs)
+    figures["kiln"]["first_batch"], built, errors = batch(inputs, args.timeout)
     print(f"kiln first batch (prepares the template): {figures['kiln']['first_batch']:.2f} s, "
           f"{built}/16 built {errors}")
     kiln.tvm.uninstall()
@@ -68,7 +72,7 @@ def main():
     for side in order[: 2 * args.rounds]:
         if side == "kiln":
             kiln.tvm.install()
-        seconds, built, errors = batch(inputs)
+        seconds, built, errors = batch(inputs, args.timeout)
         figures[side]["batch"].append(seconds)
         figures[side].setdefault("built", []).append(built)
         figures[side]["first"].append(first_answer())
