@@ -4,11 +4,11 @@
 
 Both sides build the same 16 real candidates (TE matmuls 128^3, python/tests/tvm_builder_cases.py)
 with LocalBuilder(max_workers=2, timeout_sec=S), a fresh pool per batch as MetaSchedule makes
-one, in alternating rounds (tvm, kiln, kiln, tvm, ...); TVM's side is apache-tvm 0.27's own tvm.support.popen_pool,
-kiln's is kiln.tvm.install()'s. kiln's first batch (which prepares the template: the imports
-TVM's workers pay in every batch) is reported apart. Also timed: the first answer of a fresh
-PopenPoolExecutor for a task that imports tvm. Targets (issue 28): a batch kiln <= tvm / 10, a
-first answer kiln <= tvm / 20. Exits 1 when one is missed.
+one, in alternating rounds (tvm, kiln, kiln, tvm, ...); TVM's side is apache-tvm 0.27's own
+tvm.support.popen_pool, kiln's is kiln.tvm.install()'s. kiln's first batch (which prepares the
+template: the imports TVM's workers pay in every batch) is reported apart. Also timed: the first
+answer of a fresh PopenPoolExecutor for a task that imports tvm. Targets (issue 28): a batch
+kiln <= tvm / 10, a first answer kiln <= tvm / 20. Exits 1 when one is missed.
 """
 
 import argparse

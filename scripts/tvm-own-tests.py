@@ -8,8 +8,9 @@ TVM/tests/python is a checkout of apache/tvm's tests (they are never copied here
 interpreter runs both sides: the project's venv (apache-tvm from PyPI) as is, and an overlay venv
 made under --work that sees the venv's packages and this checkout's kiln (python/ and
 build/release/python) as the wheel installs it, with KILN_TVM=1: every Python process the tests
-start installs kiln when it imports tvm (kiln's tvm.backends entry point). CUDA's stub driver is on the library path, so that tvm.compile
-for CUDA reaches tvm_callback_cuda_compile without a GPU. --unskip also runs the tests that TVM's
+start installs kiln when it imports tvm (kiln's tvm.backends entry point). CUDA's stub driver is
+on the library path, so that tvm.compile for CUDA reaches tvm_callback_cuda_compile without a
+GPU. --unskip also runs the tests that TVM's
 markers skip for reasons that do not hold here (tvm_unskip.py says which).
 """
 
@@ -23,6 +24,11 @@ import sysconfig
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# The tests' helpers (kiln_site, tvm_cuda_models) and this checkout's kiln, which they use.
+sys.path[:0] = [os.path.join(ROOT, "python", "tests"), os.path.join(ROOT, "python"),
+                os.path.join(ROOT, "build", "release", "python")]
+import kiln_site  # noqa: E402  pylint: disable=wrong-import-position
+import tvm_cuda_models  # noqa: E402  pylint: disable=wrong-import-position
 FILES = """
 support/test_popen_pool.py support/test_util.py support/test_ccache.py
 runtime/test_runtime_module_export.py runtime/test_runtime_module_load.py
@@ -45,36 +51,19 @@ def kiln_overlay(work):
     installs it (python/tests/kiln_site.py)."""
     python = os.path.join(work, "kiln-venv", "bin", "python")
     if not os.path.exists(python):
-        sys.path.insert(0, os.path.join(ROOT, "python", "tests"))
-        import kiln_site  # pylint: disable=import-outside-toplevel
-
         paths = [os.path.join(ROOT, "python"), os.path.join(ROOT, "build", "release", "python"),
                  sysconfig.get_paths()["purelib"]]
         kiln_site.make_venv(os.path.join(work, "kiln-venv"), paths)
     return python
 
 
-def stub_driver(work):
-    """A directory holding CUDA's stub driver as libcuda.so.1, or None without the toolkit."""
-    stub = os.path.join(os.environ.get("CUDA_HOME", "/usr/local/cuda"), "lib64", "stubs",
-                        "libcuda.so")
-    if not os.path.exists(stub):
-        return None
-    directory = os.path.join(work, "stub")
-    os.makedirs(directory, exist_ok=True)
-    if not os.path.lexists(os.path.join(directory, "libcuda.so.1")):
-        os.symlink(stub, os.path.join(directory, "libcuda.so.1"))
-    return directory
-
-
 def run(args, file, side):
     """pytest of one file on one side: ({outcome: count}, seconds), its output in --work/logs."""
     env = dict(os.environ)
     env.pop("KILN_TVM", None)
-    stub = stub_driver(args.work)
+    stub = tvm_cuda_models.stub_driver(os.path.join(args.work, "stub"))
     if stub:
-        env["LD_LIBRARY_PATH"] = os.pathsep.join(
-            p for p in (stub, env.get("LD_LIBRARY_PATH")) if p)
+        env = tvm_cuda_models.stub_environment(stub, env)
     env["KILN_CACHE_DIR"] = os.path.join(args.work, f"cache-{side}")
     python = sys.executable
     if side == "kiln":

@@ -17,8 +17,10 @@ def entry_points_text():
     """kiln's entry_points.txt, from pyproject.toml."""
     with open(os.path.join(ROOT, "pyproject.toml"), "rb") as file:
         groups = tomllib.load(file)["project"].get("entry-points", {})
-    return "".join(f"[{group}]\n" + "".join(f"{name} = {target}\n" for name, target in names.items())
-                   for group, names in groups.items())
+    lines = []
+    for group, names in groups.items():
+        lines += [f"[{group}]"] + [f"{name} = {target}" for name, target in names.items()]
+    return "".join(line + "\n" for line in lines)
 
 
 def make_venv(root, paths, entry_points=True):

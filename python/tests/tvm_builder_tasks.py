@@ -40,5 +40,6 @@ def export_noting_imports(rt_mod):
 
     path = local_builder.default_export(rt_mod)
     with open(os.path.join(os.path.dirname(path), "imports.txt"), "w") as noted:
-        noted.write(f"tensor_intrin before the build: {_IMPORTED_BEFORE_BUILD.get('tensor_intrin')}")
+        before = _IMPORTED_BEFORE_BUILD.get("tensor_intrin")
+        noted.write(f"tensor_intrin before the build: {before}")
     return path
