@@ -23,6 +23,7 @@
 #include <string_view>
 #include <vector>
 
+#include "kiln/ending.h"
 #include "kiln/manifest.h"
 
 namespace kiln::build {
@@ -57,11 +58,18 @@ struct JobResult {
   std::string ran_detail;
   // The build servers that ran its compiles.
   std::vector<std::string> remote_hosts;
+  // failed, timeout, crashed: how the tool that failed ended, when one did (a compiler killed by
+  // SIGSEGV is Ending::signaled(SIGSEGV)); std::nullopt otherwise.
+  std::optional<Ending> ending;
   // What went wrong, in full (the tool's message, output and command line), or why the job was
   // skipped; when done, what its tools printed (warnings, ptxas' resource lines), often ""; ""
   // when cached.
   std::string log;
 };
+
+// The job's status as progress prints it: status_name(), and for a crash the signal when known
+// ("crashed (SIGSEGV)").
+std::string status_text(const JobResult& job);
 
 // One line of progress: a job started or finished. Delivered from the job's thread, serialized
 // (never two at once).

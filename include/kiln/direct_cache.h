@@ -19,6 +19,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "kiln/cache.h"
@@ -32,11 +33,18 @@ namespace kiln {
 std::vector<std::filesystem::path> parse_depfile(std::string_view text,
                                                  const std::filesystem::path& cwd);
 
+// A file's content as DirectCache hashes it.
+std::string content_key(std::string_view content);
+
 class DirectCache {
  public:
   // `base_key`: the cache key of everything but the headers; `sources`: the files whose content
-  // it covers (re-hashed after the compile). Hashes the sources now: call it before compiling.
+  // it covers (re-read after the compile). Hashes the sources now: call it before compiling.
   DirectCache(const Cache& cache, std::string base_key, std::vector<std::filesystem::path> sources);
+  // The same for a caller that read the sources itself before the compile: each with
+  // content_key() of what it read. The sources are then read once more, by put().
+  DirectCache(const Cache& cache, std::string base_key,
+              std::vector<std::pair<std::filesystem::path, std::string>> hashed_sources);
 
   // The stored result when the manifest's headers all still have their recorded content.
   std::optional<std::string> get() const;

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <filesystem>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -114,10 +115,17 @@ class Cancelled : public Error {
   using Error::Error;
 };
 
-// A child process ended unexpectedly (crashed or exited while it owed an answer).
+// A child process ended unexpectedly (crashed or exited while it owed an answer). ending() says
+// how, when that is known: Ending::signaled(SIGSEGV) for a worker that crashed, exited(N) for one
+// that exited; std::nullopt when its status was taken elsewhere or it is alive but broke off.
 class ChildProcessError : public Error {
  public:
-  using Error::Error;
+  explicit ChildProcessError(const std::string& message, std::optional<Ending> ending = {})
+      : Error(message), ending_(ending) {}
+  const std::optional<Ending>& ending() const noexcept { return ending_; }
+
+ private:
+  std::optional<Ending> ending_;
 };
 
 // A peer broke the worker protocol: a frame too large, or bytes that do not decode.

@@ -32,6 +32,9 @@ std::string_view utf8_prefix(std::string_view text, size_t max_bytes);
 // `text` for a message on a terminal: control characters (C0, DEL, C1), tabs and newlines
 // included, and bytes that are not valid UTF-8 are written as "\xNN"; printable UTF-8 is kept.
 std::string printable(std::string_view text);
+// printable(), keeping newlines and tabs: a message of several lines (a compiler's output) as
+// lines, with no escape sequence or carriage return left to act on the terminal.
+std::string printable_lines(std::string_view text);
 
 // `value` as JSON text (`indent` < 0: one line), with invalid UTF-8 in its strings replaced by
 // U+FFFD instead of throwing, so a report can always be written.

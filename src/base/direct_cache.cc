@@ -28,6 +28,12 @@ std::chrono::nanoseconds stamp(const timespec& t) {
   return std::chrono::seconds(t.tv_sec) + std::chrono::nanoseconds(t.tv_nsec);
 }
 
+}  // namespace
+
+std::string content_key(std::string_view content) { return cache_key({content}); }
+
+namespace {
+
 // A file's content hash, remembered by this process while its inode, size and times stay the
 // same: the headers many jobs share (stdio.h) are read once per build. Only a file last changed
 // before the current tick of the kernel's clock is remembered: a later rewrite, even of the same
@@ -55,7 +61,7 @@ std::optional<std::string> content_hash(const fs::path& path) {
   std::chrono::nanoseconds before = coarse_now();
   std::string hash;
   try {
-    hash = cache_key({internal::read_file(path)});
+    hash = content_key(internal::read_file(path));
   } catch (const std::exception&) {
     return std::nullopt;
   }
@@ -141,6 +147,16 @@ DirectCache::DirectCache(const Cache& cache, std::string base_key, std::vector<f
   }
 }
 
+DirectCache::DirectCache(const Cache& cache, std::string base_key,
+                         std::vector<std::pair<fs::path, std::string>> hashed_sources)
+    : cache_(cache), base_key_(std::move(base_key)) {
+  started_ = coarse_now();
+  for (auto& [source, hash] : hashed_sources) {
+    sources_.push_back(normal(source, fs::current_path()));
+    source_hashes_.push_back(std::move(hash));
+  }
+}
+
 std::string DirectCache::manifest_key() const { return cache_key({"kiln-direct-2", base_key_}); }
 
 // One entry per key: "<hash> <path>\n" for each header the compiler read, an empty line, then
@@ -166,8 +182,16 @@ std::optional<std::string> DirectCache::get() const {
 
 bool DirectCache::put(const std::vector<fs::path>& headers, std::string_view bytes,
                       const std::vector<fs::path>& ignored) const {
+  // Read again, never taken from what this process remembers of a file: the check that the
+  // compile read what the key says.
   for (size_t i = 0; i < sources_.size(); ++i) {
-    if (content_hash(sources_[i]).value_or("") != source_hashes_[i]) return false;
+    std::string now;
+    try {
+      now = content_key(internal::read_file(sources_[i]));
+    } catch (const std::exception&) {
+      return false;
+    }
+    if (now != source_hashes_[i]) return false;
   }
   std::vector<fs::path> skipped;
   for (const fs::path& dir : ignored) skipped.push_back(normal(dir, fs::current_path()));

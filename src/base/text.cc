@@ -72,14 +72,17 @@ std::string_view utf8_prefix(std::string_view text, size_t max_bytes) {
   return text.substr(0, end);
 }
 
-std::string printable(std::string_view text) {
+namespace {
+
+std::string escaped(std::string_view text, bool keep_lines) {
   std::string out;
   out.reserve(text.size());
   while (!text.empty()) {
     size_t length = char_length(text);
     std::string_view character = text.substr(0, length == 0 ? 1 : length);
     auto first = static_cast<uint8_t>(character[0]);
-    bool control = length == 1 && (first < 0x20 || first == 0x7F);
+    bool kept = keep_lines && length == 1 && (first == '\n' || first == '\t');
+    bool control = length == 1 && (first < 0x20 || first == 0x7F) && !kept;
     if (length == 0 || control || is_c1_control(character)) {
       for (char c : character) out += fmt::format("\\x{:02x}", static_cast<uint8_t>(c));
     } else {
@@ -89,6 +92,12 @@ std::string printable(std::string_view text) {
   }
   return out;
 }
+
+}  // namespace
+
+std::string printable(std::string_view text) { return escaped(text, false); }
+
+std::string printable_lines(std::string_view text) { return escaped(text, true); }
 
 std::string json_text(const nlohmann::json& value, int indent) {
   return value.dump(indent, ' ', false, nlohmann::json::error_handler_t::replace);

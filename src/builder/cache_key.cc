@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <iterator>
+#include <optional>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -83,22 +84,32 @@ std::string material(const Job& job, const Recipe& recipe, const Workspace& ws) 
 }  // namespace
 
 std::string key_text(const Job& job, const Recipe& recipe, const Workspace& ws) {
+  std::optional<KeyedFiles> own;  // a caller without the job's files read
+  KeyedFiles& files = ws.files != nullptr ? *ws.files : own.emplace(job.sources, ws.inputs);
   std::string blob;
   add_part(blob, material(job, recipe, ws));
   add_part(blob, job.code);
   for (const fs::path& source : job.sources) {
     add_part(blob, source.string());
-    add_part(blob, internal::read_file(source));
+    add_part(blob, files.hash(source));
   }
   for (const fs::path& input : ws.inputs) {
     add_part(blob, input.filename().string());
-    add_part(blob, internal::read_file(input));
+    add_part(blob, files.hash(input));
   }
   return blob;
 }
 
 std::string cache_key(const Job& job, const Recipe& recipe, const Workspace& ws) {
-  return kiln::cache_key({"kiln-build-3", key_text(job, recipe, ws)});
+  return kiln::cache_key({"kiln-build-4", key_text(job, recipe, ws)});
+}
+
+std::string build_key(const Job& job, const JobRecipe& prepared, const Workspace& ws) {
+  // Relative -I directories and paths in the dependency output are relative to the compiler's
+  // working directory: the same recorded header may be another file from elsewhere.
+  // A compiler that runs in the job's own directory ($WORK) runs in the same place every build.
+  return kiln::cache_key(
+      {cache_key(job, prepared.recipe, ws), stable(prepared.depfile_cwd.string(), ws)});
 }
 
 }  // namespace kiln::build::detail

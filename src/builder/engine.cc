@@ -13,10 +13,12 @@
 #include "internal/trusted_directory.h"
 #include "job_runner.h"
 #include "kiln/build.h"
+#include "kiln/direct_cache.h"
 #include "kiln/error.h"
 #include "kiln/launcher.h"
 #include "kiln/machine.h"
 #include "kiln/paths.h"
+#include "kiln/process.h"
 #include "kiln/temp_directory.h"
 #include "runner.h"
 #include "sccache_servers.h"
@@ -153,6 +155,15 @@ std::string_view status_name(JobStatus status) {
   return "skipped";
 }
 
+std::string status_text(const JobResult& job) {
+  std::string text(status_name(job.status));
+  if (job.status == JobStatus::crashed && job.ending &&
+      job.ending->kind == Ending::Kind::signaled && job.ending->value > 0) {
+    text += fmt::format(" ({})", signal_name(job.ending->value));
+  }
+  return text;
+}
+
 int default_jobs() { return recommended_jobs_here(); }
 
 Report run_build(const Manifest& manifest, const Options& options) {
@@ -199,18 +210,23 @@ PlannedJob plan_job(const Manifest& manifest, const Options& options, detail::Bu
                                   [](const fs::path& input) { return internal::is_file(input); });
   // A recipe's tools never depend on its inputs: without them (not made yet) it still says
   // which tools are missing.
+  if (!inputs_known) inputs.clear();
+  detail::KeyedFiles files(job.sources, inputs);
   detail::Workspace workspace{.work_dir = work,
                               .output = work / job.output_name(),
                               .out_dir = runner.out_dir(),
-                              .inputs = inputs_known ? inputs : std::vector<fs::path>{}};
+                              .inputs = inputs,
+                              .files = &files};
   detail::JobRecipe prepared = detail::prepare(job, options, workspace, runner.tools());
   PlannedJob planned{&job, runner.output_of(index), false, prepared.skip_reason, {}};
   const detail::Route& route = runner.route(index);
   if (!route.launcher.empty()) planned.route = route.launcher;
   if (!route.why_local.empty()) planned.route = "local: " + route.why_local;
-  if (runner.cache().enabled() && prepared.skip_reason.empty() && inputs_known) {
-    std::string key = detail::cache_key(job, prepared.recipe, workspace);
-    planned.cached = runner.cache().get(key).has_value();
+  if (runner.cache().enabled() && prepared.skip_reason.empty() && prepared.recipe.cacheable &&
+      inputs_known) {
+    // The key make() looks the job up under (build_key), as make() looks it up.
+    DirectCache direct(runner.cache(), detail::build_key(job, prepared, workspace), files.hashes());
+    planned.cached = direct.get().has_value();
   }
   return planned;
 }

@@ -47,8 +47,9 @@ Attempt attempt_of_exception() {
     return failed(Ending::timed_out(), e.what());
   } catch (const Cancelled& e) {
     return failed(Ending::cancelled(), e.what());
-  } catch (const ChildProcessError& e) {  // a pool worker (NVRTC) died; its message names how
-    return failed(Ending::signaled(0), e.what());
+  } catch (const ChildProcessError& e) {  // NVRTC's process died (a server's child, a worker)
+    // Unknown how it ended: still a crash, not a failed compile.
+    return failed(e.ending(), e.what(), !e.ending().has_value());
   } catch (const ToolNotFound& e) {
     return {.result = Attempt::Result::skipped,
             .log = fmt::format("toolchain absent: {}", e.what())};
@@ -76,13 +77,6 @@ std::string printed(const std::vector<RunScope::Record>& runs) {
     text += run.output;
   }
   return text;
-}
-
-// The files whose content the key holds, re-read after the compile: the sources and the inputs.
-std::vector<fs::path> keyed_files(const Job& job, const Workspace& workspace) {
-  std::vector<fs::path> files = job.sources;
-  files.insert(files.end(), workspace.inputs.begin(), workspace.inputs.end());
-  return files;
 }
 
 // Stores the output with the headers the compiler reported; nothing when a compile of a source
@@ -244,11 +238,14 @@ Attempt BuildRunner::make(std::size_t index, const RunScope::Limits& limits, int
       }
     }
   } emptied{work};
+  std::vector<fs::path> inputs = inputs_of(index);
+  KeyedFiles files(job.sources, inputs);
   Workspace workspace{.work_dir = work,
                       .output = work / job.output_name(),
                       .out_dir = out_dir_,
-                      .inputs = inputs_of(index),
-                      .nvrtc_worker = nvrtc_workers_[static_cast<size_t>(worker)].get()};
+                      .inputs = std::move(inputs),
+                      .nvrtc_worker = nvrtc_workers_[static_cast<size_t>(worker)].get(),
+                      .files = &files};
   const Route& route = routes_[index];
   workspace.launcher_env = launcher_env(route, worker, work);
   JobRecipe prepared = prepare(job, options_, workspace, tools_);
@@ -258,11 +255,7 @@ Attempt BuildRunner::make(std::size_t index, const RunScope::Limits& limits, int
   fs::path output = output_of(index);
   std::optional<DirectCache> direct;  // before the compile: it hashes the sources as they are
   if (cache_.enabled() && prepared.recipe.cacheable) {
-    // Relative -I directories and paths in the dependency output are relative to the compiler's
-    // working directory: the same recorded header may be another file from elsewhere.
-    std::string key = kiln::cache_key(
-        {cache_key(job, prepared.recipe, workspace), prepared.depfile_cwd.string()});
-    direct.emplace(cache_, std::move(key), keyed_files(job, workspace));
+    direct.emplace(cache_, build_key(job, prepared, workspace), files.hashes());
     if (std::optional<std::string> bytes = direct->get()) {
       internal::write_file_atomically(output, *bytes, output_mode(job.kind));
       return {.result = Attempt::Result::from_cache, .output = output};

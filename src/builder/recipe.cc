@@ -181,9 +181,10 @@ Recipe Chooser::static_library() {
 }
 
 Recipe Chooser::cuda_kernel() {
-  std::string code = job_.code.empty() ? internal::read_file(job_.sources.front()) : job_.code;
-  std::vector<std::string> options = job_.options;
-  if (!job_.sources.empty()) options.push_back("-I" + job_.sources.front().parent_path().string());
+  std::string code = !job_.code.empty() ? job_.code
+                     : ws_.files != nullptr ? ws_.files->content(job_.sources.front())
+                                            : internal::read_file(job_.sources.front());
+  const std::vector<std::string>& options = job_.options;  // as `kiln cuda compile` gets them
   cuda::NvrtcCall nvrtc;
   if (pool::Worker* worker = ws_.nvrtc_worker) {
     nvrtc = [worker](std::string_view code, const cuda::CompileOptions& o) {

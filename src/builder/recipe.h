@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "keyed_files.h"
 #include "kiln/build.h"
 #include "kiln/launcher.h"
 #include "kiln/manifest.h"
@@ -28,8 +29,12 @@ struct Workspace {
   std::filesystem::path out_dir{};
   // The job's inputs, absolute, dependency outputs included.
   std::vector<std::filesystem::path> inputs{};
-  // Where an NVRTC compile runs; nullptr: in this process.
+  // Where an NVRTC compile runs when kiln's compile server cannot take it; nullptr: in this
+  // process.
   pool::Worker* nvrtc_worker = nullptr;
+  // The job's sources and inputs as read once for this attempt (keyed_files.h); nullptr: each
+  // reader reads them itself.
+  KeyedFiles* files = nullptr;
   // Set on the job's launcher besides its own environment: the build's sccache server of this
   // slot, where icecc or distcc log (kiln/launcher.h: kLauncherPlumbing, never keyed).
   Launcher::Environment launcher_env{};
@@ -84,5 +89,10 @@ std::string key_text(const Job& job, const Recipe& recipe, const Workspace& work
 
 // kiln::cache_key of key_text().
 std::string cache_key(const Job& job, const Recipe& recipe, const Workspace& workspace);
+
+// The job's key in kiln's cache, computed once per attempt and used by both make() and
+// --dry-run: cache_key() with the directory the compiler's relative paths start from
+// (prepared.depfile_cwd). DirectCache (kiln/direct_cache.h) adds the headers.
+std::string build_key(const Job& job, const JobRecipe& prepared, const Workspace& workspace);
 
 }  // namespace kiln::build::detail

@@ -146,7 +146,8 @@ std::string summary_text(const Report& report) {
   if (!ran.empty()) {
     text += "slowest:";
     for (size_t i = 0; i < std::min<size_t>(5, ran.size()); ++i) {
-      text += fmt::format("{} {} {:.2f} s", i == 0 ? "" : ",", ran[i]->name, ran[i]->seconds);
+      text += fmt::format("{} {} {:.2f} s", i == 0 ? "" : ",", printable(ran[i]->name),
+                          ran[i]->seconds);
     }
     text += "\n";
   }
@@ -155,7 +156,7 @@ std::string summary_text(const Report& report) {
     if (job.status != JobStatus::skipped || job.log == "interrupted") continue;
     if (!header) text += "skipped:\n";
     header = true;
-    text += fmt::format("  {}: {}\n", job.name, job.log);
+    text += fmt::format("  {}: {}\n", printable(job.name), printable(job.log));
   }
   return text;
 }

@@ -235,6 +235,7 @@ void Scheduler::settle(size_t i, const Attempt& attempt) {
   result.status = verdict.status;
   result.cached = attempt.result == Attempt::Result::from_cache;
   result.log = verdict.interrupted ? "interrupted" : attempt.log;
+  if (!succeeded(verdict.status) && !verdict.interrupted) result.ending = attempt.ending;
   result.commands = attempt.commands;
   record_where(result, attempt);
   result.end_seconds = seconds_since_start();

@@ -85,7 +85,9 @@ Outcome outcome_of_current() {
   } catch (const TimeoutError& e) {
     return Outcome::error(Outcome::Kind::timeout, e.what());
   } catch (const ChildProcessError& e) {
-    return Outcome::error(Outcome::Kind::child_died, e.what());
+    Outcome died = Outcome::error(Outcome::Kind::child_died, e.what());
+    died.ending = e.ending();
+    return died;
   } catch (const ProtocolError& e) {
     return Outcome::error(Outcome::Kind::protocol, e.what());
   } catch (const TaskError& e) {

@@ -3,6 +3,7 @@
 // through reference counts inside libstdc++ that ThreadSanitizer cannot see.)
 #pragma once
 
+#include <optional>
 #include <string>
 
 #include "kiln/error.h"
@@ -28,6 +29,7 @@ struct Outcome {
   std::string message{};  // everything but value
   int error_number = 0;   // system
   std::string details{};  // task: what the task attached (kiln::TaskError::details)
+  std::optional<Ending> ending{};  // child_died: how the worker ended, when known
 
   static Outcome of_value(Value v) { return {Kind::value, std::move(v), {}, {}}; }
   static Outcome error(Kind kind, std::string message) {
@@ -43,7 +45,7 @@ inline Value unwrap(Outcome outcome) {
     case Outcome::Kind::timeout:
       throw TimeoutError(outcome.message);
     case Outcome::Kind::child_died:
-      throw ChildProcessError(outcome.message);
+      throw ChildProcessError(outcome.message, outcome.ending);
     case Outcome::Kind::protocol:
       throw ProtocolError(outcome.message);
     case Outcome::Kind::task:

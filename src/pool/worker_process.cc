@@ -292,11 +292,13 @@ std::string WorkerProcess::doing() const {
 }
 
 std::size_t WorkerProcess::fail(Outcome::Kind kind, std::string message, const Ended& ended,
-                                bool reap_now) {
+                                bool reap_now, std::optional<Ending> ending) {
   std::size_t calls = calls_;
   stop(reap_now && !reap_in_background_);
   if (calls == 0) return 0;
-  ended(Outcome::error(kind, std::move(message)));
+  Outcome outcome = Outcome::error(kind, std::move(message));
+  outcome.ending = ending;
+  ended(std::move(outcome));
   return calls - 1;
 }
 
@@ -310,17 +312,21 @@ bool WorkerProcess::exited() noexcept {
 
 std::size_t WorkerProcess::died(const Ended& ended) {
   std::string how = "ended";
+  std::optional<Ending> ending;
   try {
     child_->signal_group(SIGKILL);  // what it left running in its group goes with it
     child_->reap();                 // it has exited: this does not wait
-    how = describe_death(child_->wait_status());
+    int status = child_->wait_status();
+    how = describe_death(status);
+    if (WIFSIGNALED(status)) ending = Ending::signaled(WTERMSIG(status));
+    if (WIFEXITED(status)) ending = Ending::exited(WEXITSTATUS(status));
   } catch (const Error&) {  // its status was taken (SIGCHLD ignored): how it ended is unknown
   }
   bool starting = !awaited_.empty() && awaited_.front().kind == Awaited::Kind::ready;
   std::string message =
       starting ? fmt::format("worker {} {} before it was ready: {}", pid(), how, kStartHint)
                : fmt::format("worker {} {} {}", pid(), doing(), how);
-  return fail(Outcome::Kind::child_died, std::move(message), ended, true);
+  return fail(Outcome::Kind::child_died, std::move(message), ended, true, ending);
 }
 
 std::size_t WorkerProcess::hung_up(const Ended& ended) {
@@ -340,7 +346,8 @@ bool WorkerProcess::on_answer(Value answer, const Ended& ended, std::size_t* dro
         fmt::format("worker {} {} exited with code {}", pid(), doing(), answer[1].get<int>());
     // Reported now: a large process takes a while to end (tens of ms after importing TVM),
     // and no deadline may pass meanwhile. It is killed and reaped later.
-    *dropped = fail(Outcome::Kind::child_died, std::move(message), ended, false);
+    *dropped = fail(Outcome::Kind::child_died, std::move(message), ended, false,
+                    Ending::exited(answer[1].get<int>()));
     return false;
   }
   bool well_formed = answer.is_array() && answer.size() >= 2 && answer[0].is_boolean();

@@ -134,7 +134,8 @@ class WorkerProcess {
   bool on_answer(Value answer, const Ended& ended, std::size_t* dropped);
   // Stops the process (reaping it at once when `reap_now`, and the pool does not reap in the
   // background) and gives the oldest call `outcome`. Returns the number of calls dropped.
-  std::size_t fail(Outcome::Kind kind, std::string message, const Ended& ended, bool reap_now);
+  std::size_t fail(Outcome::Kind kind, std::string message, const Ended& ended, bool reap_now,
+                   std::optional<Ending> ending = std::nullopt);
   // Whether the process has exited (or cannot be waited for).
   bool exited() noexcept;
   // The process has exited: kills what it left in its group, reaps it, reports how it ended.

@@ -14,6 +14,7 @@
 #include <charconv>
 #include <condition_variable>
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 #include <map>
 #include <memory>
@@ -182,17 +183,17 @@ class Progress {
     if (terminal_ && !problem && !told) return;
     if (terminal_) put("\r\x1b[K");
     std::string line =
-        fmt::format("[{}/{}] {} {} {} {:.2f}s", finished_, total_, build::status_name(job.status),
-                    build::kind_name(job.kind), job.name, job.seconds);
-    if (job.status == JobStatus::skipped && !job.log.empty()) line += " (" + job.log + ")";
+        fmt::format("[{}/{}] {} {} {} {:.2f}s", finished_, total_, build::status_text(job),
+                    build::kind_name(job.kind), printable(job.name), job.seconds);
+    if (job.status == JobStatus::skipped && !job.log.empty()) line += " (" + printable(job.log) + ")";
     put(line + "\n");
     if (problem) {
       std::string block =
-          fmt::format("FAILED: {} ({}, {})\n{}\n", job.name, build::kind_name(job.kind),
-                      build::status_name(job.status), job.log);
+          fmt::format("FAILED: {} ({}, {})\n{}\n", printable(job.name), build::kind_name(job.kind),
+                      build::status_text(job), printable_lines(job.log));
       put(block);
     } else if (told) {
-      put(job.log + (job.log.ends_with('\n') ? "" : "\n"));
+      put(printable_lines(job.log) + (job.log.ends_with('\n') ? "" : "\n"));
     }
     drawn_ = false;
   }
@@ -208,8 +209,8 @@ class Progress {
       double seconds =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - oldest->second.since)
               .count();
-      line += fmt::format(" {} {} {:.1f}s", build::kind_name(oldest->second.kind), oldest->first,
-                          seconds);
+      line += fmt::format(" {} {} {:.1f}s", build::kind_name(oldest->second.kind),
+                          printable(oldest->first), seconds);
       if (running_.size() > 1) line += fmt::format(" (+{} running)", running_.size() - 1);
     }
     winsize size{};
@@ -242,6 +243,15 @@ class Progress {
   bool stopped_ = false;
   std::thread ticker_;
 };
+
+// Whether progress may rewrite a status line in place on `out`: a terminal that understands
+// "\r" and "\x1b[K", which TERM=dumb (Emacs' shell, some CI logs) and no TERM at all do not
+// promise. Elsewhere it prints one line per job.
+bool overprints(FILE* out) {
+  const char* term = std::getenv("TERM");
+  return ::isatty(::fileno(out)) != 0 && term != nullptr && *term != '\0' &&
+         std::string_view(term) != "dumb";
+}
 
 // -j's value: a positive number, or "auto" (the distributing launcher's cluster decides).
 int jobs_value(const std::string& text) {
@@ -282,7 +292,8 @@ int run_build_command(const BuildArgs& args) {
                          : !p.route.empty()     ? " (" + p.route + ")"
                                                 : "";
       std::cout << fmt::format("[{}/{}] {} {} -> {}{}\n", i + 1, plan.size(),
-                               build::kind_name(p.job->kind), p.job->name, p.output.string(), note);
+                               build::kind_name(p.job->kind), printable(p.job->name),
+                               printable(p.output.string()), printable(note));
     }
     return kExitOk;
   }
@@ -292,7 +303,7 @@ int run_build_command(const BuildArgs& args) {
   // A report written to stdout must be all that is there, so that it can be piped.
   bool report_to_stdout = args.json == "-" || args.trace == "-";
   FILE* out = report_to_stdout ? stderr : stdout;
-  Progress progress(out, ::isatty(::fileno(out)) != 0, args.verbose);
+  Progress progress(out, overprints(out), args.verbose);
   options.on_event = [&progress](const Event& event) { progress.on_event(event); };
   build::Report report = build::run_build(manifest, options);
   progress.stop();

@@ -10,6 +10,7 @@
 #include "kiln/error.h"
 #include "kiln/pool.h"
 #include "kiln/process.h"
+#include "kiln/text.h"
 #include "kiln_build_info.h"
 
 int main(int argc, char** argv) {
@@ -32,7 +33,7 @@ int main(int argc, char** argv) {
   cli::add_doctor(app, &status);
   cli::add_build(app, &status);
   auto fail = [](const std::exception& e, int exit_status) {
-    std::cerr << "kiln: error: " << e.what() << "\n";
+    std::cerr << "kiln: error: " << kiln::printable_lines(e.what()) << "\n";
     return exit_status;
   };
   // A reader that went away (`kiln build | head -1`) is not a reason to die halfway: writes to a
@@ -45,7 +46,8 @@ int main(int argc, char** argv) {
   } catch (const CLI::Success& e) {  // --help, --help-all, --version
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    std::cerr << "kiln: error: " << e.what() << "\nRun 'kiln --help' for usage.\n";
+    std::cerr << "kiln: error: " << kiln::printable_lines(e.what())
+              << "\nRun 'kiln --help' for usage.\n";
     return cli::kExitUsage;
   } catch (const kiln::InvalidArgument& e) {
     return fail(e, cli::kExitUsage);

@@ -192,7 +192,14 @@ void write_file(const fs::path& path, std::string_view bytes) {
   write_to(path, O_CREAT | O_TRUNC, bytes, path);
 }
 
+namespace {
+std::atomic<ReadObserver> read_observer{nullptr};
+}  // namespace
+
+void observe_reads(ReadObserver observer) noexcept { read_observer.store(observer); }
+
 std::string read_file(const fs::path& path, std::string_view missing) {
+  if (ReadObserver observer = read_observer.load(std::memory_order_relaxed)) observer(path);
   // The message keeps the caller's words for what is missing and adds what the system said, so
   // "cannot read manifest 'x'" says whether x is absent, a directory or unreadable.
   auto cannot = [&](int error) {

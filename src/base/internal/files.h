@@ -56,6 +56,11 @@ void write_file(const std::filesystem::path& path, std::string_view bytes);
 // can say what the missing file means ("the compiler wrote no").
 std::string read_file(const std::filesystem::path& path, std::string_view missing = "cannot read");
 
+// A seam for tests: `observer` (nullptr: none, the default) is called with the path of every
+// read_file() from then on, from whichever thread reads. Set it while nothing reads.
+using ReadObserver = void (*)(const std::filesystem::path& path);
+void observe_reads(ReadObserver observer) noexcept;
+
 // Whether `path` is a regular file / a directory (following symlinks); false on any error.
 bool is_file(const std::filesystem::path& path);
 bool is_dir(const std::filesystem::path& path);

@@ -339,7 +339,8 @@ CompileResult compile_with_nvrtc(const Request& request) {
   plan.dump_dir = env("TVM_KERNEL_DUMP");
   if (plan.dump_dir) dump(*plan.dump_dir, "tvm_kernels.cu", plan.prepared.text);
   if (request.cache == nullptr) return compile_once(request, plan);
-  DirectCache direct(*request.cache, nvrtc_cache_key(request, plan), {});  // headers: below
+  DirectCache direct(*request.cache, nvrtc_cache_key(request, plan),
+                     std::vector<fs::path>{});  // headers: below
   if (std::optional<std::string> hit = direct.get()) {
     return {.bytes = std::move(*hit), .cached = true, .programs = 0};
   }

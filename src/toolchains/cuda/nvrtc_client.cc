@@ -372,8 +372,14 @@ std::optional<NvrtcAttempt> compile_in_server(const NvrtcJob& job) {
   std::optional<nlohmann::json> answer = next_answer(fd.get(), deadline, cancel_fd);
   if (!answer) return std::nullopt;  // the server itself went away: compile here
   if (answer->contains("died")) {
+    std::optional<Ending> ending;
+    if (answer->contains("value")) {
+      int value = answer->value("value", 0);
+      ending = answer->value("signaled", false) ? Ending::signaled(value) : Ending::exited(value);
+    }
     throw ChildProcessError(fmt::format("NVRTC {} while compiling {} (in kiln's compile server)",
-                                        (*answer)["died"].get<std::string>(), job.name));
+                                        (*answer)["died"].get<std::string>(), job.name),
+                            ending);
   }
   if (!answer->contains("bytes")) return std::nullopt;  // refused
   const auto& bytes = (*answer)["bytes"].get_binary();

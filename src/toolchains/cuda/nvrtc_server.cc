@@ -129,7 +129,10 @@ void reap(pid_t pid, int status, std::map<pid_t, Active>& active) {
   if (!answered) {
     Ending ending = WIFSIGNALED(status) ? Ending::signaled(WTERMSIG(status))
                                         : Ending::exited(WEXITSTATUS(status));
-    (void)write_frame(it->second.connection.get(), cbor_of({{"died", ending.text()}}));
+    (void)write_frame(it->second.connection.get(),
+                      cbor_of({{"died", ending.text()},
+                               {"signaled", ending.kind == Ending::Kind::signaled},
+                               {"value", ending.value}}));
   }
   active.erase(it);
 }
