@@ -424,25 +424,20 @@ int wait_exit(pid_t pid) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
-TEST(BuildCli, ProgressRewritesOneLineOnATerminalAndPrintsLinesOtherwise) {
-  Project project;
-  json jobs = json::array();
-  for (int i = 0; i < 6; ++i) {
-    jobs.push_back(c_job(fmt::format("kernel_with_a_long_name_{}", i),
-                         fmt::format("int k{0}(void) {{ return {0}; }}", i), "shared"));
-  }
-  project.manifest({{"jobs", jobs}});
-
-  // A pseudo-terminal 40 columns wide.
+// What kiln prints on a pseudo-terminal 40 columns wide, with TERM set to `term`.
+std::string on_a_terminal(const std::vector<std::string>& args, const std::string& term,
+                          std::map<std::string, std::optional<std::string>> env, int& exit_code) {
   int master = -1;
   int slave = -1;
   winsize size{};
   size.ws_col = 40;
   size.ws_row = 24;
-  ASSERT_EQ(::openpty(&master, &slave, nullptr, nullptr, &size), 0);
-  pid_t pid = spawn_kiln(
-      {"build", project.path("kiln.json").string(), "--out", project.out().string(), "--no-cache"},
-      slave, project.env());
+  if (::openpty(&master, &slave, nullptr, nullptr, &size) != 0) {
+    ADD_FAILURE() << "openpty failed";
+    return {};
+  }
+  env["TERM"] = term;
+  pid_t pid = spawn_kiln(args, slave, env);
   ::close(slave);
   std::string screen;
   char buffer[4096];
@@ -457,7 +452,24 @@ TEST(BuildCli, ProgressRewritesOneLineOnATerminalAndPrintsLinesOtherwise) {
     }
   }
   ::close(master);
-  EXPECT_EQ(wait_exit(pid), 0) << screen;
+  exit_code = wait_exit(pid);
+  return screen;
+}
+
+TEST(BuildCli, ProgressRewritesOneLineOnATerminalAndPrintsLinesOtherwise) {
+  Project project;
+  json jobs = json::array();
+  for (int i = 0; i < 6; ++i) {
+    jobs.push_back(c_job(fmt::format("kernel_with_a_long_name_{}", i),
+                         fmt::format("int k{0}(void) {{ return {0}; }}", i), "shared"));
+  }
+  project.manifest({{"jobs", jobs}});
+
+  std::vector<std::string> args = {"build", project.path("kiln.json").string(), "--out",
+                                   project.out().string(), "--no-cache"};
+  int exit_code = -1;
+  std::string screen = on_a_terminal(args, "xterm", project.env(), exit_code);
+  EXPECT_EQ(exit_code, 0) << screen;
   EXPECT_NE(screen.find('\r'), std::string::npos) << screen;
   EXPECT_NE(screen.find("\x1b[K"), std::string::npos) << screen;
   EXPECT_EQ(screen.find("] done shared"), std::string::npos)
@@ -474,6 +486,12 @@ TEST(BuildCli, ProgressRewritesOneLineOnATerminalAndPrintsLinesOtherwise) {
     }
     from += 1;
   }
+
+  // A terminal that cannot move the cursor (TERM=dumb): one plain line per job.
+  std::string dumb = on_a_terminal(args, "dumb", project.env(), exit_code);
+  EXPECT_EQ(exit_code, 0) << dumb;
+  EXPECT_EQ(testing::count_occurrences(dumb, "] done shared kernel_with_a_long_name_"), 6u) << dumb;
+  EXPECT_EQ(dumb.find("\x1b["), std::string::npos) << dumb;
 
   // Not a terminal: one plain line per job.
   RunResult plain = project.build({"--no-cache"});

@@ -98,7 +98,8 @@ struct CompileResult {
 // compile_cuda, keeping the compiler's log and saying whether the cache served it.
 CompileResult compile(std::string_view code, const CompileOptions& options = {});
 
-// Compiles somewhere other than this process (kiln build: in a pool worker, so that a crashing
+// Compiles somewhere other than this process, for when kiln's compile server (which compiles each
+// program in a child of its own) cannot take it (kiln build: a pool worker, so that a crashing
 // NVRTC takes down only the worker): the code and the options (no output) in, the bytes out.
 using NvrtcCall =
     std::function<CompileResult(std::string_view code, const CompileOptions& options)>;
@@ -107,8 +108,8 @@ using NvrtcCall =
 // one in-process step that compiles `code` and writes the bytes to `options.output` (which must
 // be set: InvalidArgument otherwise). With nvcc its tool is <cuda>/bin/nvcc (ToolNotFound when
 // find_cuda_path() finds no toolkit), run by compile_cuda; with NVRTC the in-process tool
-// "nvrtc <major>.<minor>" (ToolNotFound when NVRTC cannot be loaded), called through `nvrtc`
-// when given, else in this process, and recorded in the caller's RunScope (kiln/process.h,
+// "nvrtc <major>.<minor>" (ToolNotFound when NVRTC cannot be loaded), compiled in kiln's compile
+// server, else through `nvrtc` when given, else in this process, and recorded in the caller's RunScope (kiln/process.h,
 // record_in_process) as "nvrtc <the options NVRTC gets> <source_path>" with NVRTC's log. The key
 // material holds the options and the environment variables the backends read. Only a
 // ToolNotFound means a missing toolchain; any other error is something else gone wrong.

@@ -53,11 +53,9 @@ Attempt attempt_of_exception() {
   } catch (const ToolNotFound& e) {
     return {.result = Attempt::Result::skipped,
             .log = fmt::format("toolchain absent: {}", e.what())};
-  } catch (const TaskError& e) {  // a pool worker's task (NVRTC) threw: kiln's errors as they read
+  } catch (const TaskError& e) {  // kiln's NVRTC worker's task threw, not a failed compile
     bool kilns = e.type_name().starts_with("kiln::");
-    std::optional<Ending> ending;
-    if (e.type_name() == "kiln::ToolFailed") ending = Ending::exited(1);  // an in-process compile
-    return failed(ending, kilns ? e.message() : e.what(), reports_compiler_crash(e.message()));
+    return failed(std::nullopt, kilns ? e.message() : e.what());
   } catch (const std::exception& e) {
     return failed(std::nullopt, e.what());
   }
@@ -130,6 +128,8 @@ BuildRunner::BuildRunner(const Manifest& manifest, const Options& options, int t
       nvrtc_temp_dirs_.emplace_back(TempDirectoryOptions{
           .custom_path = out_dir_ / fmt::format("{}{}-nvrtc{}", kTempPrefix, ::getpid(), t)});
       worker.env["TMPDIR"] = nvrtc_temp_dirs_.back().path().string();
+      // A worker compiles only what the server could not take: in its own process, at once.
+      worker.env["KILN_NO_SERVER"] = "1";
     }
     nvrtc_workers_.push_back(std::make_unique<pool::Worker>(std::move(worker)));
   }

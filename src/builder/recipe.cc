@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "internal/files.h"
+#include "nvrtc_worker.h"
 #include "kiln/cc.h"
 #include "kiln/clang.h"
 #include "kiln/cuda.h"
@@ -22,45 +23,6 @@ namespace kiln::build::detail {
 namespace {
 
 namespace fs = std::filesystem;
-
-// cuda::compile, whose failure is told briefly and in the manifest's words: the library's message
-// starts with the whole source (as the seed's), which a build log would repeat for every failed
-// kernel.
-cuda::CompileResult compile_briefly(std::string_view code, const cuda::CompileOptions& options) {
-  try {
-    return cuda::compile(code, options);
-  } catch (const ToolFailed& e) {
-    throw cuda::brief_failure(e, cuda::Audience::manifest);
-  }
-}
-
-// NVRTC runs in the library's own process: a crash or hang there must take down a pool worker,
-// never kiln. Arguments: {code, format, arch, options, source_path}; result: {bytes, log}.
-Value compile_cuda_task(Value args) {
-  cuda::CompileOptions options;
-  options.format = cuda::format_from_name(args["format"].get<std::string>());
-  options.arch = args["arch"].get<std::string>();
-  options.options = args["options"].get<std::vector<std::string>>();
-  options.backend = cuda::Backend::nvrtc;
-  options.source_path = args["source_path"].get<std::string>();
-  options.use_cache = false;  // kiln build caches the job's output itself
-  cuda::CompileResult result = compile_briefly(args["code"].get<std::string>(), options);
-  return {
-      {"bytes", Value::binary(std::vector<std::uint8_t>(result.bytes.begin(), result.bytes.end()))},
-      {"log", std::move(result.log)}};
-}
-KILN_TASK(kiln_build_cuda, compile_cuda_task);
-
-// A call of compile_cuda_task() in `worker`, kiln itself re-executed. That kiln cannot be started
-// is a failure of kiln, never a missing toolchain: a CannotRunTool would read as one.
-Value call_nvrtc_worker(pool::Worker& worker, const Value& args) {
-  try {
-    return worker.call("kiln_build_cuda", args);
-  } catch (const CannotRunTool& e) {
-    throw Error(
-        fmt::format("kiln could not start its NVRTC worker (itself, re-executed): {}", e.what()));
-  }
-}
 
 // Why a job cannot run here, thrown while its recipe is chosen.
 struct Absent {
@@ -186,19 +148,7 @@ Recipe Chooser::cuda_kernel() {
                                             : internal::read_file(job_.sources.front());
   const std::vector<std::string>& options = job_.options;  // as `kiln cuda compile` gets them
   cuda::NvrtcCall nvrtc;
-  if (pool::Worker* worker = ws_.nvrtc_worker) {
-    nvrtc = [worker](std::string_view code, const cuda::CompileOptions& o) {
-      Value result = call_nvrtc_worker(*worker, {{"code", std::string(code)},
-                                                 {"format", cuda::format_name(*o.format)},
-                                                 {"arch", o.arch},
-                                                 {"options", o.options},
-                                                 {"source_path", o.source_path.string()}});
-      const auto& binary = result["bytes"].get_binary();
-      return cuda::CompileResult{
-          .bytes = std::string(reinterpret_cast<const char*>(binary.data()), binary.size()),
-          .log = result["log"].get<std::string>()};
-    };
-  }
+  if (pool::Worker* worker = ws_.nvrtc_worker) nvrtc = nvrtc_in_worker(*worker);
   cuda::CompileOptions compile{
       .format = job_.format,
       .arch = job_.arch,
@@ -277,8 +227,9 @@ Recipe Chooser::by_kind() {
   return tar_recipe(ws_.output, ws_.inputs);
 }
 
-// A CUDA compile in kiln's process that fails is told briefly and in the manifest's words, as
-// compile_briefly() tells one in a pool worker.
+// A CUDA compile that fails (here, in kiln's compile server or in a pool worker) is told briefly
+// and in the manifest's words: the library's message starts with the whole source (as the
+// seed's), which a build log would repeat for every failed kernel.
 void tell_cuda_failures_briefly(Recipe& recipe) {
   for (RecipeStep& step : recipe.steps) {
     auto* call = std::get_if<CallStep>(&step);

@@ -4,6 +4,10 @@
  *    kiln ran the compiler;
  *  - a compile that makes a precompiled header (--create-pch=) appends "create-pch" too, one
  *    that uses one (--use-pch=) "use-pch": how many PCH files were made, how many were used;
+ *  - each nvrtcCompileProgram appends to $KILN_NVRTC_RECEIVED (when set) what NVRTC received:
+ *    "process <the compiling process's first argument>\n" (kiln's server and its pool workers
+ *    are told apart by it), "name <program name>\n", "option <option>\n" for each option in
+ *    order, then "end\n";
  *  - while the file $KILN_NVRTC_CRASH exists, nvrtcCompileProgram dies of SIGSEGV, as a crashing
  *    compiler would; while $KILN_NVRTC_HANG exists, it sleeps instead of returning; while
  *    $KILN_NVRTC_REMOVE_PCH exists, it removes the PCH file a compile is to use (the file a
@@ -46,10 +50,38 @@ static int exists(const char* variable) {
     return fn args;                                  \
   }
 
-FORWARD(int, nvrtcCreateProgram,
-        (nvrtcProgram * p, const char* src, const char* name, int n, const char* const* h,
-         const char* const* i),
-        (p, src, name, n, h, i))
+/* The names programs were created with, for $KILN_NVRTC_RECEIVED: the last few are enough
+ * (a program is compiled right after it is created). */
+#define KNOWN_PROGRAMS 64
+static struct {
+  nvrtcProgram program;
+  char name[4096];
+} known[KNOWN_PROGRAMS];
+static unsigned next_known;
+
+int nvrtcCreateProgram(nvrtcProgram* p, const char* src, const char* name, int n,
+                       const char* const* h, const char* const* i) {
+  static int (*fn)(nvrtcProgram*, const char*, const char*, int, const char* const*,
+                   const char* const*);
+  if (fn == NULL) {
+    fn = (int (*)(nvrtcProgram*, const char*, const char*, int, const char* const*,
+                  const char* const*))real("nvrtcCreateProgram");
+  }
+  int result = fn(p, src, name, n, h, i);
+  if (result == 0) {
+    unsigned slot = __atomic_fetch_add(&next_known, 1, __ATOMIC_RELAXED) % KNOWN_PROGRAMS;
+    known[slot].program = *p;
+    snprintf(known[slot].name, sizeof known[slot].name, "%s", name != NULL ? name : "");
+  }
+  return result;
+}
+
+static const char* name_of(nvrtcProgram p) {
+  for (unsigned i = 0; i < KNOWN_PROGRAMS; ++i) {
+    if (known[i].program == p) return known[i].name;
+  }
+  return "";
+}
 FORWARD(int, nvrtcDestroyProgram, (nvrtcProgram * p), (p))
 FORWARD(int, nvrtcGetProgramLogSize, (nvrtcProgram p, size_t* s), (p, s))
 FORWARD(int, nvrtcGetProgramLog, (nvrtcProgram p, char* s), (p, s))
@@ -63,14 +95,41 @@ FORWARD(int, nvrtcGetNumSupportedArchs, (int* n), (n))
 FORWARD(int, nvrtcGetSupportedArchs, (int* a), (a))
 FORWARD(int, nvrtcSetPCHHeapSize, (size_t s), (s))
 
-static void count(const char* line) {
-  const char* calls = getenv("KILN_NVRTC_CALLS");
-  if (calls == NULL) return;
-  int fd = open(calls, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+static void append(const char* variable, const char* text) {
+  const char* file = getenv(variable);
+  if (file == NULL) return;
+  int fd = open(file, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
   if (fd >= 0) {
-    (void)!write(fd, line, strlen(line));
+    (void)!write(fd, text, strlen(text));
     close(fd);
   }
+}
+
+static void count(const char* line) { append("KILN_NVRTC_CALLS", line); }
+
+/* One record of $KILN_NVRTC_RECEIVED, written at once (one write: parts from several processes
+ * do not interleave). */
+static void record_received(nvrtcProgram p, int n, const char* const* options) {
+  if (getenv("KILN_NVRTC_RECEIVED") == NULL) return;
+  size_t size = strlen(name_of(p)) + 16;
+  for (int i = 0; i < n; ++i) size += strlen(options[i]) + 8;
+  char command[8192] = "";
+  int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+  if (fd >= 0) {
+    ssize_t got = read(fd, command, sizeof command - 1);
+    close(fd);
+    command[got > 0 ? got : 0] = '\0';
+  }
+  const char* first = command + strlen(command) + 1; /* argv[1], or "" */
+  if (first >= command + sizeof command) first = "";
+  size += strlen(first) + 16;
+  char* text = malloc(size);
+  if (text == NULL) return;
+  size_t at = (size_t)snprintf(text, size, "process %s\nname %s\n", first, name_of(p));
+  for (int i = 0; i < n; ++i) at += (size_t)snprintf(text + at, size - at, "option %s\n", options[i]);
+  snprintf(text + at, size - at, "end\n");
+  append("KILN_NVRTC_RECEIVED", text);
+  free(text);
 }
 
 /* Removes the file `path` names; through /proc/self/fd/N, the file that descriptor has open. */
@@ -88,6 +147,7 @@ static void remove_pch(const char* path) {
 int nvrtcCompileProgram(nvrtcProgram p, int n, const char* const* options) {
   static int (*fn)(nvrtcProgram, int, const char* const*);
   count("compile\n");
+  record_received(p, n, options);
   for (int i = 0; i < n; ++i) {
     if (strncmp(options[i], "--create-pch=", 13) == 0) count("create-pch\n");
     if (strncmp(options[i], "--use-pch=", 10) == 0) {

@@ -29,7 +29,15 @@ struct Request {
   std::filesystem::path output{};
   std::vector<std::string> archs{};    // CompileOptions::archs (nvcc only)
   std::optional<Launcher> launcher{};  // CompileOptions::launcher (nvcc only)
+  // NVRTC: where the compile goes when kiln's compile server cannot take it (kiln build: a pool
+  // worker, so that a crashing NVRTC never takes down the build); none: this process.
+  std::function<CompileResult()> no_server{};
 };
+
+// compile(), with NVRTC compiles that kiln's compile server cannot take made by `no_server`
+// (given the code and the options less the output) instead of in this process.
+CompileResult compile_or_elsewhere(std::string_view code, const CompileOptions& options,
+                                   const NvrtcCall& no_server);
 
 // A file as part of a cache key: its path, size and modification time (a reinstalled compiler
 // or library is a different one).

@@ -163,6 +163,11 @@ void take_archs(const CompileOptions& options, internal::Request& request) {
 }  // namespace
 
 CompileResult compile(std::string_view code, const CompileOptions& options) {
+  return internal::compile_or_elsewhere(code, options, {});
+}
+
+CompileResult internal::compile_or_elsewhere(std::string_view code, const CompileOptions& options,
+                                             const NvrtcCall& no_server) {
   internal::Request request;
   request.code = std::string(code);
   request.arch = options.arch;
@@ -176,6 +181,13 @@ CompileResult compile(std::string_view code, const CompileOptions& options) {
                     options.launcher->name));
   }
   request.launcher = options.launcher;
+  if (no_server) {
+    request.no_server = [&] {
+      CompileOptions elsewhere = options;
+      elsewhere.output.clear();
+      return no_server(code, elsewhere);
+    };
+  }
   request.nvshmem = uses_nvshmem(code);
   Format fallback = options.backend == Backend::nvcc ? Format::ptx : Format::cubin;
   request.format = request.nvshmem ? Format::cubin : options.format.value_or(fallback);

@@ -284,7 +284,7 @@ std::string users_log(const std::string& log) {
 namespace {
 
 // Compiles once: in kiln's compile server when there is one (its precompiled headers make the
-// toolkit's headers nearly free), else here; then the dump files and NVSHMEM's link. A module of
+// toolkit's headers nearly free), else where request.no_server says, else here; then the dump files and NVSHMEM's link. A module of
 // many kernels is compiled in parts at once when it can be (nvrtc_parallel.h).
 CompileResult compile_once(const Request& request, const NvrtcPlan& plan) {
   if (std::optional<CompileResult> parts = compile_in_parts(request, plan)) return *parts;
@@ -296,6 +296,7 @@ CompileResult compile_once(const Request& request, const NvrtcPlan& plan) {
                .cubin = plan.cubin};
   for (const fs::path& dir : plan.toolkit_dirs) job.toolkit_dirs.push_back(dir.string());
   std::optional<NvrtcAttempt> served = compile_in_server(job);
+  if (!served && request.no_server) return request.no_server();
   NvrtcOutput output = checked(
       request.code, plan.options,
       served ? std::move(*served) : attempt_nvrtc(source, plan.name, plan.options, plan.cubin));

@@ -71,7 +71,8 @@ std::string nvrtc_command_line(std::string_view code, const CompileOptions& opti
   return format_command_line(argv);
 }
 
-// Compiles with NVRTC, through `nvrtc` when given, and records the compile in the caller's
+// Compiles with NVRTC (in kiln's compile server, else through `nvrtc` when given, else in this
+// process), and records the compile in the caller's
 // RunScope beside the tools that ran: a command line, how it ended, and NVRTC's log (its
 // warnings and ptxas' resource lines), which kiln build keeps.
 void compile_and_record(const std::string& code, const CompileOptions& options,
@@ -84,15 +85,7 @@ void compile_and_record(const std::string& code, const CompileOptions& options,
     if (RunScope* scope = RunScope::current()) scope->record_in_process(std::move(compiled));
   };
   try {
-    if (!nvrtc) {
-      compiled.output = compile(code, options).log;
-    } else {
-      CompileOptions call = options;
-      call.output.clear();
-      CompileResult result = nvrtc(code, call);
-      kiln::internal::write_file_atomically(options.output, result.bytes);
-      compiled.output = std::move(result.log);
-    }
+    compiled.output = internal::compile_or_elsewhere(code, options, nvrtc).log;
   } catch (...) {
     record();
     throw;
