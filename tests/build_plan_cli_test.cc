@@ -86,8 +86,8 @@ class BuildPlanCuda : public ::testing::Test {
         << "#include \"near.h\"\nextern \"C\" __global__ void k(float* a) { a[0] *= NEAR; }\n";
     std::ofstream(dir_.path() / "near.h") << "#define NEAR 2\n";
     std::ofstream(dir_.path() / "kiln.json")
-        << json{{"jobs", {{{"name", "k"}, {"kind", "cuda"}, {"sources", {"k.cu"}},
-                           {"arch", "sm_80"}}}}}
+        << json{{"jobs",
+                 {{{"name", "k"}, {"kind", "cuda"}, {"sources", {"k.cu"}}, {"arch", "sm_80"}}}}}
                .dump();
   }
   Env env(bool server) const {
@@ -139,8 +139,7 @@ TEST_F(BuildPlanCuda, ACrashingNvrtcIsReportedWithItsSignalInTheServerAndInAWork
     SCOPED_TRACE(server ? "in the compile server" : "in a pool worker");
     RunResult r = build(server);
     EXPECT_EQ(r.exit_code, 1) << r.output << r.error_output;
-    EXPECT_NE(r.error_output.find("crashed (SIGSEGV) cuda k"), std::string::npos)
-        << r.error_output;
+    EXPECT_NE(r.error_output.find("crashed (SIGSEGV) cuda k"), std::string::npos) << r.error_output;
     json job = json::parse(r.output)["jobs"][0];
     EXPECT_EQ(job["status"], "crashed") << job.dump();
   }

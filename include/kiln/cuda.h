@@ -109,10 +109,11 @@ using NvrtcCall =
 // be set: InvalidArgument otherwise). With nvcc its tool is <cuda>/bin/nvcc (ToolNotFound when
 // find_cuda_path() finds no toolkit), run by compile_cuda; with NVRTC the in-process tool
 // "nvrtc <major>.<minor>" (ToolNotFound when NVRTC cannot be loaded), compiled in kiln's compile
-// server, else through `nvrtc` when given, else in this process, and recorded in the caller's RunScope (kiln/process.h,
-// record_in_process) as "nvrtc <the options NVRTC gets> <source_path>" with NVRTC's log. The key
-// material holds the options and the environment variables the backends read. Only a
-// ToolNotFound means a missing toolchain; any other error is something else gone wrong.
+// server, else through `nvrtc` when given, else in this process, and recorded in the caller's
+// RunScope (kiln/process.h, record_in_process) as "nvrtc <the options NVRTC gets> <source_path>"
+// with NVRTC's log. The key material holds the options and the environment variables the backends
+// read. Only a ToolNotFound means a missing toolchain; any other error is something else gone
+// wrong.
 Recipe compile_recipe(std::string code, const CompileOptions& options, NvrtcCall nvrtc = {});
 
 // The files outside the CUDA toolkit that compiling `code` with `options` reads (the headers it

@@ -6,7 +6,6 @@
 #include <fmt/format.h>
 
 #include "internal/files.h"
-#include "nvrtc_worker.h"
 #include "kiln/cc.h"
 #include "kiln/clang.h"
 #include "kiln/cuda.h"
@@ -18,6 +17,7 @@
 #include "kiln/rocm.h"
 #include "kiln/tar.h"
 #include "kiln/toolchain_environment.h"
+#include "nvrtc_worker.h"
 
 namespace kiln::build::detail {
 namespace {
@@ -143,7 +143,7 @@ Recipe Chooser::static_library() {
 }
 
 Recipe Chooser::cuda_kernel() {
-  std::string code = !job_.code.empty() ? job_.code
+  std::string code = !job_.code.empty()     ? job_.code
                      : ws_.files != nullptr ? ws_.files->content(job_.sources.front())
                                             : internal::read_file(job_.sources.front());
   const std::vector<std::string>& options = job_.options;  // as `kiln cuda compile` gets them

@@ -25,10 +25,10 @@ struct Outcome {
   };
   Kind kind = Kind::value;
   Value value{};
-  std::string type{};     // task: the task's exception type; system: the failed operation
-  std::string message{};  // everything but value
-  int error_number = 0;   // system
-  std::string details{};  // task: what the task attached (kiln::TaskError::details)
+  std::string type{};              // task: the task's exception type; system: the failed operation
+  std::string message{};           // everything but value
+  int error_number = 0;            // system
+  std::string details{};           // task: what the task attached (kiln::TaskError::details)
   std::optional<Ending> ending{};  // child_died: how the worker ended, when known
 
   static Outcome of_value(Value v) { return {Kind::value, std::move(v), {}, {}}; }

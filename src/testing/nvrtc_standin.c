@@ -126,7 +126,8 @@ static void record_received(nvrtcProgram p, int n, const char* const* options) {
   char* text = malloc(size);
   if (text == NULL) return;
   size_t at = (size_t)snprintf(text, size, "process %s\nname %s\n", first, name_of(p));
-  for (int i = 0; i < n; ++i) at += (size_t)snprintf(text + at, size - at, "option %s\n", options[i]);
+  for (int i = 0; i < n; ++i)
+    at += (size_t)snprintf(text + at, size - at, "option %s\n", options[i]);
   snprintf(text + at, size - at, "end\n");
   append("KILN_NVRTC_RECEIVED", text);
   free(text);

@@ -185,7 +185,8 @@ class Progress {
     std::string line =
         fmt::format("[{}/{}] {} {} {} {:.2f}s", finished_, total_, build::status_text(job),
                     build::kind_name(job.kind), printable(job.name), job.seconds);
-    if (job.status == JobStatus::skipped && !job.log.empty()) line += " (" + printable(job.log) + ")";
+    if (job.status == JobStatus::skipped && !job.log.empty())
+      line += " (" + printable(job.log) + ")";
     put(line + "\n");
     if (problem) {
       std::string block =

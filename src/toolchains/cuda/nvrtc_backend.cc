@@ -284,8 +284,9 @@ std::string users_log(const std::string& log) {
 namespace {
 
 // Compiles once: in kiln's compile server when there is one (its precompiled headers make the
-// toolkit's headers nearly free), else where request.no_server says, else here; then the dump files and NVSHMEM's link. A module of
-// many kernels is compiled in parts at once when it can be (nvrtc_parallel.h).
+// toolkit's headers nearly free), else where request.no_server says, else here; then the dump files
+// and NVSHMEM's link. A module of many kernels is compiled in parts at once when it can be
+// (nvrtc_parallel.h).
 CompileResult compile_once(const Request& request, const NvrtcPlan& plan) {
   if (std::optional<CompileResult> parts = compile_in_parts(request, plan)) return *parts;
   const std::string& source = plan.prepared.text;
