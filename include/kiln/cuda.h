@@ -40,7 +40,7 @@ Format format_from_name(std::string_view name);
 std::string_view format_name(Format format);
 
 struct CompileOptions {
-  // Default: ptx with nvcc, cubin with NVRTC; always cubin when the source uses NVSHMEM.
+  // Default: format_of() (ptx with nvcc, cubin with NVRTC; always cubin with NVSHMEM).
   std::optional<Format> format{};
   // "sm_80", "sm_90a" or "compute_80" (NVRTC respells it for the format). Empty: the compute
   // capability of device 0 when a driver and a GPU are present, else an Error asking for one.
@@ -72,6 +72,14 @@ struct CompileOptions {
   // used (CompileResult::warning says why) and the compile goes on without it.
   bool use_cache = true;
 };
+
+// The format a compile makes when none is asked for: ptx with nvcc, cubin with NVRTC. The one
+// place that says so; everything else (the compile, kiln build's manifest default, `kiln cuda
+// compile`'s output name) asks here or format_of().
+Format default_format(Backend backend);
+// The format compiling `code` with `options` makes: cubin for code that uses NVSHMEM (it is
+// linked), else options.format, else default_format(options.backend).
+Format format_of(std::string_view code, const CompileOptions& options);
 
 // The compiled bytes: PTX text, a cubin or a fatbin. A compile error throws ToolFailed whose
 // output holds the source and the compiler's log ("Compilation error:"); a missing compiler,

@@ -102,7 +102,9 @@ std::optional<Toolchain> toolchain_from_name(std::string_view name) {
 }
 
 fs::path Job::output_name() const {
-  std::string extension;
+  // Appended to the name, never built from a temporary ("." + std::string(...)): GCC 12 at -O2
+  // warns (-Wrestrict) about the inlined copy that makes.
+  std::string_view extension;
   switch (kind) {
     case JobKind::object:
       extension = ".o";
@@ -119,8 +121,7 @@ fs::path Job::output_name() const {
       extension = ".ll";
       break;
     case JobKind::cuda:
-      extension = "." + std::string(cuda::format_name(format));
-      break;
+      return fmt::format("{}.{}", name, cuda::format_name(format));
     case JobKind::rocm_code_object:
       extension = ".hsaco";
       break;
@@ -131,7 +132,9 @@ fs::path Job::output_name() const {
       extension = ".tar";
       break;
   }
-  return name + extension;
+  std::string file = name;
+  file += extension;
+  return file;
 }
 
 std::optional<std::size_t> Manifest::index_of(std::string_view name) const {

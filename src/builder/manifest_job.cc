@@ -164,9 +164,8 @@ void Parser::read_settings(const Json& entry, Job& job, const std::string& where
   if (!values["toolchain"].empty()) job.toolchain = *toolchain_from_name(values["toolchain"]);
   if (job.kind == JobKind::cuda) {
     if (!values["backend"].empty()) job.backend = cuda::backend_from_name(values["backend"]);
-    job.format = !values["format"].empty()            ? cuda::format_from_name(values["format"])
-                 : job.backend == cuda::Backend::nvcc ? cuda::Format::ptx
-                                                      : cuda::Format::cubin;
+    job.format = !values["format"].empty() ? cuda::format_from_name(values["format"])
+                                           : cuda::default_format(job.backend);
     if (job.backend == cuda::Backend::nvrtc && job.format == cuda::Format::fatbin) {
       fail(fmt::format("{}: {}", where, cuda::nvrtc_fatbin_refusal(cuda::Audience::manifest)));
     }

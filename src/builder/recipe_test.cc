@@ -173,6 +173,7 @@ TEST(Recipe, ACudaErrorThatIsNoMissingToolchainIsNoSkip) {
 // A pool worker for NVRTC is kiln itself, re-executed: when it cannot be started, the job fails
 // naming that, never "toolchain absent" (which a CannotRunTool would read as).
 TEST(Recipe, AnNvrtcWorkerThatCannotStartIsNoMissingToolchain) {
+  testing::ScopedEnv no_server("KILN_NO_SERVER", "1");  // the worker is for what it cannot take
   Cache cache = Cache::disabled();
   ToolIdentities identities(cache);
   TempDirectory work;

@@ -1,12 +1,7 @@
-// The worker protocol's framing: a 4-byte little-endian length, then that many bytes of CBOR
-// (pool/cbor.h).
+// The worker protocol's framing (kiln/frame.h), and the outbox that writes frames to a pipe.
 #pragma once
 
-#include <sys/types.h>
-
 #include <cstdint>
-#include <memory>
-#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -14,19 +9,9 @@
 #include <nlohmann/json.hpp>
 
 #include "cbor.h"
-#include "kiln/pool.h"
+#include "kiln/frame.h"
 
 namespace kiln::internal {
-
-// Frames larger than this are refused on both sides: a peer that announces more is broken.
-inline constexpr auto kMaxFrameBytes = static_cast<std::uint32_t>(pool::kMaxMessageBytes);
-
-// Appends the frame for `value` to `out`. Throws InvalidArgument, leaving `out` as it was, when
-// the encoding exceeds `max_bytes`.
-void append_frame(std::string& out, const nlohmann::json& value,
-                  std::uint32_t max_bytes = kMaxFrameBytes);
-// The frame for `value`, as a new string.
-std::string encode_frame(const nlohmann::json& value, std::uint32_t max_bytes = kMaxFrameBytes);
 
 // Frames waiting to be written to a pipe, in order. A frame appended "by reference" does not
 // copy the large strings of its value (cbor::Ref): they are written from the value itself,
@@ -62,38 +47,6 @@ class Outbox {
   std::vector<cbor::Ref> refs_;
   std::size_t referenced_ = 0;  // bytes in refs_
   std::size_t sent_ = 0;        // of the stream bytes_ with refs_ inserted
-};
-
-// Turns a byte stream back into values, however the bytes were split.
-class FrameDecoder {
- public:
-  explicit FrameDecoder(std::uint32_t max_bytes = kMaxFrameBytes) : max_bytes_(max_bytes) {}
-
-  void feed(const char* data, std::size_t size);
-  // One read(2) from `fd` straight into the buffer, sized for the rest of the frame being
-  // received (so a large frame is read without being copied again). Returns what read returned.
-  ssize_t read_from(int fd);
-  // The next complete value, or std::nullopt until more bytes arrive. Throws ProtocolError for a
-  // length over the limit or a body that is not CBOR; the decoder is unusable afterwards.
-  std::optional<nlohmann::json> next();
-  // True when no partial frame is buffered (a clean place for the stream to end).
-  bool at_boundary() const noexcept { return begin_ == end_; }
-  // The buffer's size. It grows to the largest frame received and stays, until release().
-  std::size_t capacity() const noexcept { return capacity_; }
-  // Frees the buffer if it holds no partial frame.
-  void release() noexcept;
-
- private:
-  // Makes room for at least `room` more bytes after end_.
-  void reserve(std::size_t room);
-  // The announced size of the frame at begin_, once its length is buffered.
-  std::optional<std::uint32_t> announced() const;
-
-  std::uint32_t max_bytes_;
-  std::unique_ptr<char[]> data_;
-  std::size_t capacity_ = 0;
-  std::size_t begin_ = 0;  // first byte not yet decoded
-  std::size_t end_ = 0;    // one past the last byte received
 };
 
 }  // namespace kiln::internal

@@ -60,19 +60,18 @@ void compile(const CompileArgs& args) {
   std::optional<cuda::Format> format;
   if (!args.format.empty()) format = cuda::format_from_name(args.format);
   std::string code = read_source(args.file);
-  cuda::Format chosen =
-      format.value_or(backend == cuda::Backend::nvcc ? cuda::Format::ptx : cuda::Format::cubin);
-  if (cuda::uses_nvshmem(code)) chosen = cuda::Format::cubin;
-  fs::path output = args.output.empty()
-                        ? fs::path(args.file).filename().replace_extension(
-                              std::string(".") + std::string(cuda::format_name(chosen)))
-                        : fs::path(args.output);
-  cuda::CompileResult result = compile_file(code, {.format = format,
-                                                   .arch = args.arch,
-                                                   .options = passthrough(),
-                                                   .output = output,
-                                                   .source_path = args.file,
-                                                   .backend = backend});
+  cuda::CompileOptions options{.format = format,
+                               .arch = args.arch,
+                               .options = passthrough(),
+                               .source_path = args.file,
+                               .backend = backend};
+  cuda::Format chosen = cuda::format_of(code, options);
+  options.output = args.output.empty()
+                       ? fs::path(args.file).filename().replace_extension(
+                             std::string(".") + std::string(cuda::format_name(chosen)))
+                       : fs::path(args.output);
+  const fs::path& output = options.output;
+  cuda::CompileResult result = compile_file(code, options);
   if (!result.warning.empty()) std::cerr << "kiln: warning: " << result.warning << "\n";
   // The compiler's warnings and ptxas' resource lines, as a compiler run by hand shows them.
   if (!result.log.empty()) {

@@ -34,6 +34,12 @@ struct Request {
   std::function<CompileResult()> no_server{};
 };
 
+// The request for compiling `code` with `options`: what compile() runs, and what the header
+// scan and the command line kiln build records read, so that all three agree. Throws
+// InvalidArgument for options that contradict each other (arch and archs, several archs or a
+// launcher with NVRTC).
+Request request_of(std::string_view code, const CompileOptions& options);
+
 // compile(), with NVRTC compiles that kiln's compile server cannot take made by `no_server`
 // (given the code and the options less the output) instead of in this process.
 CompileResult compile_or_elsewhere(std::string_view code, const CompileOptions& options,
@@ -47,16 +53,26 @@ std::string joined_for_key(const std::vector<std::string>& parts);
 
 CompileResult compile_with_nvrtc(const Request& request);
 
-// What one NVRTC compile of a request is made of.
+// What one NVRTC compile of a request is made of: the arch's spelling, the program's name and
+// every option NVRTC gets, decided by plan_of() and nowhere else.
 struct NvrtcPlan {
-  std::string arch;  // as spelled_arch() gives it
-  std::string name;  // program_name()
-  NvrtcSource prepared;
+  std::string arch;      // as spelled_arch() gives it
+  std::string name;      // program_name()
+  NvrtcSource prepared;  // set by with_source()
   std::vector<std::string> options;
   std::vector<std::filesystem::path> toolkit_dirs;  // toolkit_include_dirs()
   bool cubin = true;
   std::optional<std::string> dump_dir;  // TVM_KERNEL_DUMP
+
+  // "nvrtc <options> <name>": the compile as a person would type it, exactly what NVRTC gets
+  // (less the precompiled header kiln's server may add, which changes no output).
+  std::string command_line() const;
 };
+// The plan of `request` without its source (cheap: no header is read). Throws what
+// spelled_arch() and nvrtc_options() throw (no arch and no GPU, no toolkit headers).
+NvrtcPlan plan_of(const Request& request);
+// `plan` with plan.prepared: the source NVRTC compiles (prepared_source()).
+NvrtcPlan& with_source(NvrtcPlan& plan, const Request& request);
 // NVRTC's log without the warnings located in the toolkit's own headers.
 std::string users_log(const std::string& log);
 
@@ -150,12 +166,6 @@ std::vector<std::string> ptxas_flags();
 std::string arch_digits(const std::string& arch);
 // Whether `word` is an arch name (sm_80, sm_90a, compute_90, lto_80) rather than an nvcc argument.
 bool is_arch_name(std::string_view word);
-// The one arch an NVRTC compile with `options` is for: `arch`, else the single arch of `archs`
-// (compile() refuses more), else "" (the device's).
-inline std::string nvrtc_arch(const CompileOptions& options) {
-  if (options.arch.empty() && options.archs.size() == 1) return options.archs.front();
-  return options.arch;
-}
 // The nvcc arguments for CompileOptions::archs.
 std::vector<std::string> gencode_options(const std::vector<std::string>& archs);
 // The six -U__CUDA_NO_{HALF,BFLOAT16,BFLOAT162}_{OPERATORS,CONVERSIONS}__ options.

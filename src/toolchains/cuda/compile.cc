@@ -166,9 +166,17 @@ CompileResult compile(std::string_view code, const CompileOptions& options) {
   return internal::compile_or_elsewhere(code, options, {});
 }
 
-CompileResult internal::compile_or_elsewhere(std::string_view code, const CompileOptions& options,
-                                             const NvrtcCall& no_server) {
-  internal::Request request;
+Format default_format(Backend backend) {
+  return backend == Backend::nvcc ? Format::ptx : Format::cubin;
+}
+
+Format format_of(std::string_view code, const CompileOptions& options) {
+  if (uses_nvshmem(code)) return Format::cubin;
+  return options.format.value_or(default_format(options.backend));
+}
+
+internal::Request internal::request_of(std::string_view code, const CompileOptions& options) {
+  Request request;
   request.code = std::string(code);
   request.arch = options.arch;
   take_archs(options, request);
@@ -181,6 +189,14 @@ CompileResult internal::compile_or_elsewhere(std::string_view code, const Compil
                     options.launcher->name));
   }
   request.launcher = options.launcher;
+  request.nvshmem = uses_nvshmem(code);
+  request.format = format_of(code, options);
+  return request;
+}
+
+CompileResult internal::compile_or_elsewhere(std::string_view code, const CompileOptions& options,
+                                             const NvrtcCall& no_server) {
+  Request request = request_of(code, options);
   if (no_server) {
     request.no_server = [&] {
       CompileOptions elsewhere = options;
@@ -188,9 +204,6 @@ CompileResult internal::compile_or_elsewhere(std::string_view code, const Compil
       return no_server(code, elsewhere);
     };
   }
-  request.nvshmem = uses_nvshmem(code);
-  Format fallback = options.backend == Backend::nvcc ? Format::ptx : Format::cubin;
-  request.format = request.nvshmem ? Format::cubin : options.format.value_or(fallback);
   std::optional<Cache> cache;
   std::string warning;
   if (options.use_cache && !internal::env("TVM_KERNEL_DUMP")) {

@@ -274,6 +274,29 @@ NvrtcSource prepared_source(const Request& request, const std::string& arch,
                       [&](std::string_view header) { return search.from_toolkit(header); });
 }
 
+NvrtcPlan plan_of(const Request& request) {
+  NvrtcPlan plan;
+  plan.arch = spelled_arch(request);
+  plan.name = program_name(request);
+  plan.options = nvrtc_options(request, plan.arch);
+  plan.toolkit_dirs = toolkit_include_dirs();
+  plan.cubin = request.format == Format::cubin;
+  plan.dump_dir = env("TVM_KERNEL_DUMP");
+  return plan;
+}
+
+NvrtcPlan& with_source(NvrtcPlan& plan, const Request& request) {
+  plan.prepared = prepared_source(request, plan.arch, plan.options, plan.toolkit_dirs);
+  return plan;
+}
+
+std::string NvrtcPlan::command_line() const {
+  std::vector<std::string> argv = {"nvrtc"};
+  argv.insert(argv.end(), options.begin(), options.end());
+  argv.push_back(name);
+  return format_command_line(argv);
+}
+
 std::string users_log(const std::string& log) {
   std::vector<std::string> toolkit;
   for (const fs::path& dir : toolkit_include_dirs()) toolkit.push_back(dir.string());
@@ -331,14 +354,8 @@ CompileResult compile_with_nvrtc(const Request& request) {
         "NVRTC does not support fatbin generation yet. Use target_format='cubin' or 'ptx' with "
         "NVRTC, or set compiler='nvcc' for fatbin compilation.");
   }
-  NvrtcPlan plan;
-  plan.arch = spelled_arch(request);
-  plan.name = program_name(request);
-  plan.options = nvrtc_options(request, plan.arch);
-  plan.toolkit_dirs = toolkit_include_dirs();
-  plan.prepared = prepared_source(request, plan.arch, plan.options, plan.toolkit_dirs);
-  plan.cubin = request.format == Format::cubin;
-  plan.dump_dir = env("TVM_KERNEL_DUMP");
+  NvrtcPlan plan = plan_of(request);
+  with_source(plan, request);
   if (plan.dump_dir) dump(*plan.dump_dir, "tvm_kernels.cu", plan.prepared.text);
   if (request.cache == nullptr) return compile_once(request, plan);
   DirectCache direct(*request.cache, nvrtc_cache_key(request, plan),

@@ -296,17 +296,22 @@ void pass_by(const std::string& why) {
   debug(why);
 }
 
-std::string request_of(const NvrtcJob& job) {
+nlohmann::json request_of(const NvrtcJob& job) {
   std::error_code ec;
-  nlohmann::json request = {{"source", job.source},
-                            {"header_prefix", job.header_prefix},
-                            {"name", job.name},
-                            {"options", job.options},
-                            {"cubin", job.cubin},
-                            {"cwd", fs::current_path(ec).string()},
-                            {"toolkit_dirs", job.toolkit_dirs}};
-  std::vector<std::uint8_t> cbor = nlohmann::json::to_cbor(request);
-  return {cbor.begin(), cbor.end()};
+  return {{"source", job.source},
+          {"header_prefix", job.header_prefix},
+          {"name", job.name},
+          {"options", job.options},
+          {"cubin", job.cubin},
+          {"cwd", fs::current_path(ec).string()},
+          {"toolkit_dirs", job.toolkit_dirs}};
+}
+
+// The request's size as the server will count it: its source, which is nearly all of it.
+size_t request_size(const NvrtcJob& job) {
+  size_t size = job.source.size() + job.name.size();
+  for (const std::string& option : job.options) size += option.size();
+  return size;
 }
 
 // The caller's deadline passed `where` ("in kiln's compile server"): said with the limit it was,
@@ -320,25 +325,25 @@ std::string request_of(const NvrtcJob& job) {
 
 // The next frame as JSON; std::nullopt (compile here) when the server went away or sent garbage.
 // Throws when the caller's deadline passed or it was cancelled.
-std::optional<nlohmann::json> next_answer(int fd, Deadline deadline, int cancel_fd) {
-  FrameRead read = read_frame(fd, deadline, cancel_fd, kMaxAnswer);
+std::optional<nlohmann::json> next_answer(int fd, kiln::internal::FrameDecoder& decoder,
+                                          Deadline deadline, int cancel_fd) {
+  FrameRead read = read_frame(fd, decoder, deadline, cancel_fd);
   if (read.timed_out) timed_out("in kiln's compile server");
   if (read.cancelled) throw Cancelled("NVRTC compile cancelled");
-  if (!read.cbor) return std::nullopt;
-  nlohmann::json answer = nlohmann::json::from_cbor(*read.cbor, true, false);
-  if (answer.is_discarded() || !answer.is_object()) return std::nullopt;
-  return answer;
+  if (!read.value || !read.value->is_object()) return std::nullopt;
+  return std::move(read.value);
 }
 
 // Sends the request and waits for a child to start on it, until kStartedWithin from now or the
 // caller's deadline. False (compile here) when the server went away or was too slow.
-bool started(int fd, const std::string& request, Deadline callers, int cancel_fd) {
+bool started(int fd, kiln::internal::FrameDecoder& decoder, const nlohmann::json& request,
+             Deadline callers, int cancel_fd) {
   Clock::time_point by = Clock::now() + kStartedWithin;
   Deadline deadline = sooner(callers, by);
   bool sent = write_frame(fd, request, deadline);
   std::optional<nlohmann::json> first;
   try {
-    if (sent) first = next_answer(fd, deadline, cancel_fd);
+    if (sent) first = next_answer(fd, decoder, deadline, cancel_fd);
   } catch (const TimeoutError&) {
     sent = false;
   }
@@ -357,19 +362,20 @@ bool started(int fd, const std::string& request, Deadline callers, int cancel_fd
 std::optional<NvrtcAttempt> compile_in_server(const NvrtcJob& job) {
   (void)registered;
   if (flag("KILN_NO_SERVER")) return std::nullopt;
-  std::string request = request_of(job);
-  if (request.size() > kMaxRequest) {
-    debug(fmt::format("the request is {} bytes, over the limit of {} MiB: compiling here",
-                      request.size(), kMaxRequest >> 20));
+  if (size_t size = request_size(job); size > kMaxRequest) {
+    debug(fmt::format("the request is {} bytes, over the limit of {} MiB: compiling here", size,
+                      kMaxRequest >> 20));
     return std::nullopt;
   }
+  nlohmann::json request = request_of(job);
   UniqueFd fd = connection();
   if (!fd) return std::nullopt;
   RunScope* scope = RunScope::current();
   Deadline deadline = scope ? scope->limits().deadline : std::nullopt;
   int cancel_fd = scope ? scope->limits().cancel_fd : -1;
-  if (!started(fd.get(), request, deadline, cancel_fd)) return std::nullopt;
-  std::optional<nlohmann::json> answer = next_answer(fd.get(), deadline, cancel_fd);
+  kiln::internal::FrameDecoder decoder;  // the connection's: a read may take two frames' bytes
+  if (!started(fd.get(), decoder, request, deadline, cancel_fd)) return std::nullopt;
+  std::optional<nlohmann::json> answer = next_answer(fd.get(), decoder, deadline, cancel_fd);
   if (!answer) return std::nullopt;  // the server itself went away: compile here
   if (answer->contains("died")) {
     std::optional<Ending> ending;

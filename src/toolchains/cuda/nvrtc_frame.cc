@@ -1,13 +1,15 @@
-// The framing of kiln's NVRTC compile server (nvrtc_server.h): a 4-byte little-endian length,
-// then that many bytes of CBOR. Both sides read and write it with deadlines, so that a peer that
-// stopped (SIGSTOP, a debugger) or never sends holds the other side only until then.
+// The socket side of kiln's NVRTC compile server's frames (nvrtc_server.h): the pool's one codec
+// (pool/frame.h: a 4-byte little-endian length, then CBOR, one limit) read and written with
+// deadlines, so that a peer that stopped (SIGSTOP, a debugger) or never sends holds the other
+// side only until then.
 #include <poll.h>
 #include <sys/socket.h>
 
 #include <cstdint>
-#include <limits>
 
 #include "internal/fd.h"
+#include "kiln/error.h"
+#include "kiln/frame.h"
 #include "nvrtc_server.h"
 
 namespace kiln::cuda::internal {
@@ -43,52 +45,41 @@ int wait_readable(int fd, std::optional<Clock::time_point> deadline, int cancel_
   return 1;
 }
 
-// Reads exactly `size` bytes into `out`; false (with `result` saying why, when it knows) on end
-// of file, an error, the deadline or a cancel.
-bool read_exactly(int fd, char* out, size_t size, std::optional<Clock::time_point> deadline,
-                  int cancel_fd, FrameRead& result) {
-  size_t got = 0;
-  while (got < size) {
+}  // namespace
+
+bool write_frame(int fd, const nlohmann::json& value, std::optional<Clock::time_point> deadline) {
+  std::string frame;
+  try {
+    frame = kiln::internal::encode_frame(value);
+  } catch (const InvalidArgument&) {  // over the one frame limit: nothing is sent
+    return false;
+  }
+  return send_all(fd, frame.data(), frame.size(), deadline);
+}
+
+FrameRead read_frame(int fd, kiln::internal::FrameDecoder& decoder,
+                     std::optional<Clock::time_point> deadline, int cancel_fd) {
+  FrameRead result;
+  for (;;) {
+    try {
+      if (std::optional<nlohmann::json> value = decoder.next()) {
+        result.value = std::move(*value);
+        return result;
+      }
+    } catch (const ProtocolError&) {  // over the decoder's limit, or not CBOR
+      result.too_large = decoder.announced_size().value_or(0);
+      return result;
+    }
+    if (std::optional<std::uint32_t> size = decoder.announced_size();
+        size && *size > decoder.max_bytes()) {
+      result.too_large = *size;  // said before its body is read
+      return result;
+    }
     int ready = wait_readable(fd, deadline, cancel_fd);
     result.timed_out = ready == 0;
     result.cancelled = ready == 2;
-    if (ready != 1) return false;
-    ssize_t n = kiln::internal::retry_eintr([&] { return ::read(fd, out + got, size - got); });
-    if (n <= 0) return false;
-    got += static_cast<size_t>(n);
+    if (ready != 1 || decoder.read_from(fd) <= 0) return result;
   }
-  return true;
-}
-
-}  // namespace
-
-bool write_frame(int fd, const std::string& cbor, std::optional<Clock::time_point> deadline) {
-  auto size = static_cast<std::uint32_t>(cbor.size());
-  const char head[4] = {static_cast<char>(size), static_cast<char>(size >> 8),
-                        static_cast<char>(size >> 16), static_cast<char>(size >> 24)};
-  return cbor.size() <= std::numeric_limits<std::uint32_t>::max() &&
-         send_all(fd, head, sizeof head, deadline) &&
-         send_all(fd, cbor.data(), cbor.size(), deadline);
-}
-
-FrameRead read_frame(int fd, std::optional<Clock::time_point> deadline, int cancel_fd,
-                     size_t max_bytes) {
-  FrameRead result;
-  unsigned char head[4];
-  if (!read_exactly(fd, reinterpret_cast<char*>(head), sizeof head, deadline, cancel_fd, result)) {
-    return result;
-  }
-  size_t size =
-      size_t{head[0]} | size_t{head[1]} << 8 | size_t{head[2]} << 16 | size_t{head[3]} << 24;
-  if (size > max_bytes) {
-    result.too_large = size;
-    return result;
-  }
-  std::string body(size, '\0');  // read in place: the frame is held once, not copied
-  if (read_exactly(fd, body.data(), size, deadline, cancel_fd, result)) {
-    result.cbor = std::move(body);
-  }
-  return result;
 }
 
 }  // namespace kiln::cuda::internal

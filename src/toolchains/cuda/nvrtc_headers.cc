@@ -157,19 +157,11 @@ std::optional<std::vector<std::filesystem::path>> headers_read(
       return internal::nvrtc_headers(code, std::string(code), options.options, scratch, {},
                                      /*nvrtc=*/false);
     }
-    internal::Request request{.code = std::string(code),
-                              .format = options.format.value_or(Format::cubin),
-                              .arch = internal::nvrtc_arch(options),
-                              .options = options.options,
-                              .nvshmem = uses_nvshmem(code)};
-    request.source_path = options.source_path;
-    std::string arch = internal::spelled_arch(request);
-    fs::path name = internal::program_name(request);
-    std::vector<std::string> nvrtc_options = internal::nvrtc_options(request, arch);
-    std::string source =
-        internal::prepared_source(request, arch, nvrtc_options, internal::toolkit_include_dirs())
-            .text;
-    return internal::nvrtc_headers(code, source, nvrtc_options, scratch, name.parent_path());
+    internal::Request request = internal::request_of(code, options);
+    internal::NvrtcPlan plan = internal::plan_of(request);
+    internal::with_source(plan, request);
+    return internal::nvrtc_headers(code, plan.prepared.text, plan.options, scratch,
+                                   fs::path(plan.name).parent_path());
   } catch (const Error&) {  // no toolkit, no GPU to name the arch: the compile fails the same way
     return std::nullopt;
   }

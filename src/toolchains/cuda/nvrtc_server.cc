@@ -55,11 +55,6 @@ struct Active {
   bool answered = false;  // the child took over the connection: it may go on making a PCH
 };
 
-std::string cbor_of(const nlohmann::json& value) {
-  std::vector<std::uint8_t> bytes = nlohmann::json::to_cbor(value);
-  return {bytes.begin(), bytes.end()};
-}
-
 nlohmann::json answer_of(const NvrtcAttempt& attempt) {
   return {{"result", attempt.result},
           {"failed_call", attempt.failed_call},
@@ -73,26 +68,26 @@ nlohmann::json answer_of(const NvrtcAttempt& attempt) {
 bool send_answer(int connection, int answering, const nlohmann::json& answer) {
   char started = 'W';
   (void)!::write(answering, &started, 1);
-  return write_frame(connection, cbor_of(answer), Clock::now() + kAnswerWithin);
+  return write_frame(connection, answer, Clock::now() + kAnswerWithin);
 }
 
 // The request, read within kRequestWithin; then the client hears that its compile started.
 // Ends the child when there is none (a silent client, a broken frame), and refuses one over
 // kMaxRequest.
 nlohmann::json read_request(int connection, int answering) {
-  FrameRead read = read_frame(connection, Clock::now() + kRequestWithin, -1, kMaxRequest);
+  // The frame limit a little over kMaxRequest: the request's other fields (options, name).
+  kiln::internal::FrameDecoder decoder(static_cast<std::uint32_t>(kMaxRequest + (1 << 20)));
+  FrameRead read = read_frame(connection, decoder, Clock::now() + kRequestWithin, -1);
   if (read.too_large != 0) {
     std::string why =
         fmt::format("the request is {} bytes, over kiln's compile server's limit of {} MiB",
                     read.too_large, kMaxRequest >> 20);
     ::_exit(send_answer(connection, answering, {{"refused", why}}) ? 0 : 1);
   }
-  if (!read.cbor) ::_exit(1);
-  nlohmann::json request = nlohmann::json::from_cbor(*read.cbor, true, false);
-  if (request.is_discarded() || !request.is_object()) ::_exit(1);
+  if (!read.value || !read.value->is_object()) ::_exit(1);
   nlohmann::json started = {{"started", true}};
-  if (!write_frame(connection, cbor_of(started), Clock::now() + kAnswerWithin)) ::_exit(1);
-  return request;
+  if (!write_frame(connection, started, Clock::now() + kAnswerWithin)) ::_exit(1);
+  return std::move(*read.value);
 }
 
 // The child's whole work: read the request, compile (with the PCH of its header prefix when
@@ -130,9 +125,9 @@ void reap(pid_t pid, int status, std::map<pid_t, Active>& active) {
     Ending ending = WIFSIGNALED(status) ? Ending::signaled(WTERMSIG(status))
                                         : Ending::exited(WEXITSTATUS(status));
     (void)write_frame(it->second.connection.get(),
-                      cbor_of({{"died", ending.text()},
-                               {"signaled", ending.kind == Ending::Kind::signaled},
-                               {"value", ending.value}}));
+                      {{"died", ending.text()},
+                       {"signaled", ending.kind == Ending::Kind::signaled},
+                       {"value", ending.value}});
   }
   active.erase(it);
 }

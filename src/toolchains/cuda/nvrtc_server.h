@@ -33,7 +33,10 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "backends.h"
+#include "kiln/frame.h"
 
 namespace kiln::cuda::internal {
 
@@ -67,8 +70,8 @@ inline constexpr int kProtocol = 2;
 // A request (CUDA source and options) is at most 64 MiB: TVM's largest modules are ~1 MB of CUDA.
 // A bigger one is compiled in the calling process; the server refuses one ({"refused": why}).
 inline constexpr size_t kMaxRequest = size_t{64} << 20;
-// An answer (the cubin or PTX and NVRTC's log) is at most 1 GiB.
-inline constexpr size_t kMaxAnswer = size_t{1} << 30;
+// An answer (the cubin or PTX and NVRTC's log) is at most the pool's frame limit
+// (kiln::internal::kMaxFrameBytes), the one limit of the codec.
 // A child reads its request within this of its start, and gives up on a client that does not
 // take its answer within kAnswerWithin: a stopped or silent client frees its slot soon. A live
 // client sends at once and waits for the answer, reading it as it comes.
@@ -87,17 +90,20 @@ inline constexpr std::chrono::seconds kStartedWithin{10};
 inline constexpr std::chrono::seconds kServerStartWithin{10};
 inline constexpr std::chrono::seconds kFailedStartMemory{60};
 
-// The framing both sides use: a 4-byte little-endian length, then CBOR. Writes and reads wait
-// until `deadline` (std::nullopt: for ever).
-bool write_frame(int fd, const std::string& cbor,
+// The frames both sides exchange, in the pool's codec (pool/frame.h). Writes and reads wait
+// until `deadline` (std::nullopt: for ever). write_frame is false when the peer went away, the
+// deadline passed or the value is over the frame limit (then nothing is sent).
+bool write_frame(int fd, const nlohmann::json& value,
                  std::optional<std::chrono::steady_clock::time_point> deadline = std::nullopt);
 struct FrameRead {
-  std::optional<std::string> cbor;  // the frame; none on end of file or a broken frame
-  bool timed_out = false;           // `deadline` passed first
-  bool cancelled = false;           // `cancel_fd` polled readable first
-  size_t too_large = 0;             // the frame's length, when over `max_bytes` (not read)
+  std::optional<nlohmann::json> value;  // the frame; none on end of file or a broken frame
+  bool timed_out = false;               // `deadline` passed first
+  bool cancelled = false;               // `cancel_fd` polled readable first
+  size_t too_large = 0;  // the frame's length, when over the decoder's limit (not read)
 };
-FrameRead read_frame(int fd, std::optional<std::chrono::steady_clock::time_point> deadline,
-                     int cancel_fd, size_t max_bytes);
+// The next frame of the connection `fd`, whose bytes `decoder` holds between calls (a read may
+// take the start of the next frame too).
+FrameRead read_frame(int fd, kiln::internal::FrameDecoder& decoder,
+                     std::optional<std::chrono::steady_clock::time_point> deadline, int cancel_fd);
 
 }  // namespace kiln::cuda::internal

@@ -49,26 +49,15 @@ Recipe nvcc_recipe(std::string code, const CompileOptions& options) {
   return recipe;
 }
 
-// The NVRTC compile as a command line a person can read: "nvrtc", the options NVRTC gets, then
-// the user's file, or the name NVRTC gives code from a string. Just "nvrtc" when the options
-// cannot be known (no arch given and no GPU to ask: the compile fails and says so).
+// The NVRTC compile as a command line a person can read, from the plan the compile itself
+// follows (internal::plan_of). Just "nvrtc" when there can be no plan (no arch given and no GPU
+// to ask, contradicting options: the compile fails and says so).
 std::string nvrtc_command_line(std::string_view code, const CompileOptions& options) {
-  internal::Request request{.code = std::string(code),
-                            .format = options.format.value_or(Format::cubin),
-                            .arch = internal::nvrtc_arch(options),
-                            .options = options.options,
-                            .nvshmem = uses_nvshmem(code)};
-  if (request.nvshmem) request.format = Format::cubin;
-  std::vector<std::string> argv = {"nvrtc"};
   try {
-    std::vector<std::string> given =
-        internal::nvrtc_options(request, internal::spelled_arch(request));
-    argv.insert(argv.end(), given.begin(), given.end());
+    return internal::plan_of(internal::request_of(code, options)).command_line();
   } catch (const Error&) {
     return "nvrtc";
   }
-  argv.push_back(options.source_path.empty() ? "tvm_kernels.cu" : options.source_path.string());
-  return format_command_line(argv);
 }
 
 // Compiles with NVRTC (in kiln's compile server, else through `nvrtc` when given, else in this
