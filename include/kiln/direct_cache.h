@@ -44,7 +44,7 @@ class DirectCache {
   // The same for a caller that read the sources itself before the compile: each with
   // content_key() of what it read. The sources are then read once more, by put().
   DirectCache(const Cache& cache, std::string base_key,
-              std::vector<std::pair<std::filesystem::path, std::string>> hashed_sources);
+              const std::vector<std::pair<std::filesystem::path, std::string>>& hashed_sources);
 
   // The stored result when the manifest's headers all still have their recorded content.
   std::optional<std::string> get() const;

@@ -148,12 +148,12 @@ DirectCache::DirectCache(const Cache& cache, std::string base_key, std::vector<f
 }
 
 DirectCache::DirectCache(const Cache& cache, std::string base_key,
-                         std::vector<std::pair<fs::path, std::string>> hashed_sources)
+                         const std::vector<std::pair<fs::path, std::string>>& hashed_sources)
     : cache_(cache), base_key_(std::move(base_key)) {
   started_ = coarse_now();
-  for (auto& [source, hash] : hashed_sources) {
+  for (const auto& [source, hash] : hashed_sources) {
     sources_.push_back(normal(source, fs::current_path()));
-    source_hashes_.push_back(std::move(hash));
+    source_hashes_.push_back(hash);
   }
 }
 

@@ -181,6 +181,10 @@ std::optional<std::string> start(const Address& a) {
   std::optional<std::vector<std::string>> command =
       pool::service_command("nvrtc", {a.socket.string(), a.private_dir.string()});
   if (!command) return "this program cannot be re-executed as the server";
+  // A run of its own, not one of the caller's (kiln build's job would list it as one of its
+  // commands): limited by kServerStartWithin, not the caller's deadline; still cancelled with it.
+  const RunScope* caller = RunScope::current();
+  RunScope own({.cancel_fd = caller != nullptr ? caller->limits().cancel_fd : -1});
   try {
     RunResult started = run({.argv = std::move(*command), .timeout = kServerStartWithin});
     if (started.ok()) return std::nullopt;
