@@ -40,7 +40,8 @@ class DirectCache {
  public:
   // `base_key`: the cache key of everything but the headers; `sources`: the files whose content
   // it covers (re-read after the compile). Hashes the sources now: call it before compiling.
-  DirectCache(const Cache& cache, std::string base_key, std::vector<std::filesystem::path> sources);
+  DirectCache(const Cache& cache, std::string base_key,
+              const std::vector<std::filesystem::path>& sources);
   // The same for a caller that read the sources itself before the compile: each with
   // content_key() of what it read. The sources are then read once more, by put().
   DirectCache(const Cache& cache, std::string base_key,

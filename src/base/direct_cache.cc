@@ -138,14 +138,24 @@ std::vector<fs::path> parse_depfile(std::string_view text, const fs::path& cwd) 
   return paths;
 }
 
-DirectCache::DirectCache(const Cache& cache, std::string base_key, std::vector<fs::path> sources)
-    : cache_(cache), base_key_(std::move(base_key)), sources_(std::move(sources)) {
-  started_ = coarse_now();
-  for (fs::path& source : sources_) {
-    source = normal(source, fs::current_path());
-    source_hashes_.push_back(content_hash(source).value_or(""));
+namespace {
+
+// Each source with its content hash now; "" for one that cannot be read.
+std::vector<std::pair<fs::path, std::string>> hashed_now(const std::vector<fs::path>& sources) {
+  std::vector<std::pair<fs::path, std::string>> hashed;
+  for (const fs::path& source : sources) {
+    fs::path path = normal(source, fs::current_path());
+    std::string hash = content_hash(path).value_or("");
+    hashed.emplace_back(std::move(path), std::move(hash));
   }
+  return hashed;
 }
+
+}  // namespace
+
+DirectCache::DirectCache(const Cache& cache, std::string base_key,
+                         const std::vector<fs::path>& sources)
+    : DirectCache(cache, std::move(base_key), hashed_now(sources)) {}
 
 DirectCache::DirectCache(const Cache& cache, std::string base_key,
                          const std::vector<std::pair<fs::path, std::string>>& hashed_sources)

@@ -89,13 +89,13 @@ std::string key_text(const Job& job, const Recipe& recipe, const Workspace& ws) 
   std::string blob;
   add_part(blob, material(job, recipe, ws));
   add_part(blob, job.code);
-  for (const fs::path& source : job.sources) {
-    add_part(blob, source.string());
-    add_part(blob, files.hash(source));
-  }
-  for (const fs::path& input : ws.inputs) {
-    add_part(blob, input.filename().string());
-    add_part(blob, files.hash(input));
+  // Sources then inputs, as KeyedFiles holds them: a source by its path, an input (a dependency
+  // output, which lies elsewhere each build) by its name.
+  std::vector<std::pair<fs::path, std::string>> hashed = files.hashes();
+  for (size_t i = 0; i < hashed.size(); ++i) {
+    const auto& [path, hash] = hashed[i];
+    add_part(blob, i < job.sources.size() ? path.string() : path.filename().string());
+    add_part(blob, hash);
   }
   return blob;
 }

@@ -13,13 +13,6 @@ KeyedFiles::KeyedFiles(const std::vector<fs::path>& sources, const std::vector<f
   for (const fs::path& input : inputs) files_.push_back({.path = input});
 }
 
-KeyedFiles::File& KeyedFiles::file(const fs::path& path) {
-  for (File& file : files_) {
-    if (file.path == path) return file;
-  }
-  throw InvalidArgument("not a file of the job's key: " + path.string());
-}
-
 void KeyedFiles::read(File& file) {
   if (file.hash) return;
   std::string content = internal::read_file(file.path);
@@ -28,16 +21,13 @@ void KeyedFiles::read(File& file) {
 }
 
 const std::string& KeyedFiles::content(const fs::path& source) {
-  File& found = file(source);
-  read(found);
-  if (!found.content) throw InvalidArgument("not a source of the job: " + source.string());
-  return *found.content;
-}
-
-const std::string& KeyedFiles::hash(const fs::path& path) {
-  File& found = file(path);
-  read(found);
-  return *found.hash;
+  for (File& file : files_) {
+    if (file.source && file.path == source) {
+      read(file);
+      return *file.content;
+    }
+  }
+  throw InvalidArgument("not a source of the job: " + source.string());
 }
 
 std::vector<std::pair<fs::path, std::string>> KeyedFiles::hashes() {

@@ -23,9 +23,8 @@ class KeyedFiles {
   // A source's content, read on its first use (throws as internal::read_file: FileNotFound
   // naming it). Kept for the job's life; an input's content is not (only its hash).
   const std::string& content(const std::filesystem::path& source);
-  // A file's content hash (kiln::content_key), reading it when it was not read yet.
-  const std::string& hash(const std::filesystem::path& file);
-  // Every source's and input's path with its hash, in that order.
+  // Every source's and input's path with its content hash (kiln::content_key), sources first,
+  // each in the order given; reads what was not read yet.
   std::vector<std::pair<std::filesystem::path, std::string>> hashes();
 
  private:
@@ -35,7 +34,6 @@ class KeyedFiles {
     std::optional<std::string> content{};
     std::optional<std::string> hash{};
   };
-  File& file(const std::filesystem::path& path);
   void read(File& file);
 
   std::vector<File> files_;

@@ -51,14 +51,14 @@ TEST(KeyedFiles, ReadsEachFileOnceAndHashesAsTheCacheDoes) {
   CountedReads counted;
   KeyedFiles files({source}, {input});
   EXPECT_EQ(files.content(source), "int a;\n");
-  EXPECT_EQ(files.hash(source), content_key("int a;\n"));
   auto hashes = files.hashes();
   ASSERT_EQ(hashes.size(), 2u);
+  EXPECT_EQ(hashes[0], std::make_pair(source, content_key("int a;\n")));
   EXPECT_EQ(hashes[1], std::make_pair(input, content_key("object")));
   EXPECT_EQ(counted.of(source), 1);
   EXPECT_EQ(counted.of(input), 1);
   EXPECT_THROW(files.content(input), InvalidArgument);  // an input's content is not kept
-  EXPECT_THROW(files.hash(dir.path() / "other"), InvalidArgument);
+  EXPECT_THROW(files.content(dir.path() / "other"), InvalidArgument);
 }
 
 // Builds `manifest` with a fresh cache, counting reads.

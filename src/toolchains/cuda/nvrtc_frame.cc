@@ -1,5 +1,5 @@
 // The socket side of kiln's NVRTC compile server's frames (nvrtc_server.h): the pool's one codec
-// (pool/frame.h: a 4-byte little-endian length, then CBOR, one limit) read and written with
+// (kiln/frame.h: a 4-byte little-endian length, then CBOR, one limit) read and written with
 // deadlines, so that a peer that stopped (SIGSTOP, a debugger) or never sends holds the other
 // side only until then.
 #include <poll.h>
@@ -66,13 +66,10 @@ FrameRead read_frame(int fd, kiln::internal::FrameDecoder& decoder,
         result.value = std::move(*value);
         return result;
       }
-    } catch (const ProtocolError&) {  // over the decoder's limit, or not CBOR
-      result.too_large = decoder.announced_size().value_or(0);
-      return result;
-    }
-    if (std::optional<std::uint32_t> size = decoder.announced_size();
-        size && *size > decoder.max_bytes()) {
-      result.too_large = *size;  // said before its body is read
+    } catch (const ProtocolError&) {  // a length over the decoder's limit (said before its
+                                      // body is read), or a body that is not CBOR
+      std::uint32_t size = decoder.announced_size().value_or(0);
+      if (size > decoder.max_bytes()) result.too_large = size;
       return result;
     }
     int ready = wait_readable(fd, deadline, cancel_fd);
