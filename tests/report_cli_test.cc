@@ -10,6 +10,7 @@
 #include <fstream>
 #include <map>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -265,7 +266,8 @@ TEST(ReportCli, SymbolsOfADirectorySaysIsADirectory) {
   TempDirectory tmp;
   RunResult r = kiln_cli({"cc", "symbols", tmp.path().string()});
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_NE(r.error_output.find("'" + tmp.path().string() + "': Is a directory"), std::string::npos)
+  EXPECT_NE(r.error_output.find(fmt::format("'{}': Is a directory", tmp.path().string())),
+            std::string::npos)
       << r.error_output;
   EXPECT_EQ(r.error_output.find("does not exist"), std::string::npos) << r.error_output;
 }
@@ -276,8 +278,9 @@ TEST(ReportCli, ExtractingADirectorySaysIsADirectory) {
   RunResult r = kiln_cli(
       {"tar", "extract", (tmp.path() / "archive").string(), "-C", (tmp.path() / "out").string()});
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_NE(r.error_output.find("'" + (tmp.path() / "archive").string() + "': Is a directory"),
-            std::string::npos)
+  EXPECT_NE(
+      r.error_output.find(fmt::format("'{}': Is a directory", (tmp.path() / "archive").string())),
+      std::string::npos)
       << r.error_output;
   EXPECT_EQ(r.error_output.find("Error reading fd"), std::string::npos) << r.error_output;
 }
@@ -291,7 +294,8 @@ TEST(ReportCli, AnOutputOntoADeviceIsRefusedAndTheDeviceStays) {
   std::ofstream(tmp.path() / "a.txt") << "a\n";
   RunResult r = kiln_cli({"tar", "create", "-o", full->string(), (tmp.path() / "a.txt").string()});
   EXPECT_NE(r.exit_code, 0);
-  EXPECT_NE(r.error_output.find("'" + full->string() + "': it is a character device, not a file"),
+  EXPECT_NE(r.error_output.find(
+                fmt::format("'{}': it is a character device, not a file", full->string())),
             std::string::npos)
       << r.error_output;
   EXPECT_TRUE(is_char_device(*full)) << "the device was replaced by a regular file";

@@ -129,7 +129,7 @@ BuildRunner::BuildRunner(const Manifest& manifest, const Options& options, int t
           .custom_path = out_dir_ / fmt::format("{}{}-nvrtc{}", kTempPrefix, ::getpid(), t)});
       worker.env["TMPDIR"] = nvrtc_temp_dirs_.back().path().string();
       // A worker compiles only what the server could not take: in its own process, at once.
-      worker.env["KILN_NO_SERVER"] = "1";
+      worker.env["KILN_NO_SERVER"] = std::string("1");  // not a literal: GCC 12 -Wrestrict
     }
     nvrtc_workers_.push_back(std::make_unique<pool::Worker>(std::move(worker)));
   }

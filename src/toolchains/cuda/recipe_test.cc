@@ -1,6 +1,7 @@
 // cuda::compile_recipe with the real NVRTC: its in-process compile is recorded in the caller's
 // RunScope as kiln build reports a tool's run, with the options NVRTC gets as a command line and
 // NVRTC's log, whether it succeeds or fails, in this process or through an NvrtcCall.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -60,7 +61,7 @@ TEST_F(CudaRecipe, AnNvrtcCompileIsRecordedWithItsCommandAndLog) {
     EXPECT_EQ(runs[0].ending, Ending::exited(0));
     EXPECT_TRUE(runs[0].command_line.starts_with("nvrtc --gpu-architecture=sm_80 "))
         << runs[0].command_line;
-    EXPECT_TRUE(runs[0].command_line.ends_with(" " + (dir / "k.cu").string()))
+    EXPECT_TRUE(runs[0].command_line.ends_with(fmt::format(" {}", (dir / "k.cu").string())))
         << runs[0].command_line;
     EXPECT_NE(runs[0].output.find("variable \"unused\" was declared but never referenced"),
               std::string::npos)
