@@ -92,11 +92,14 @@ class BuildPlanCuda : public ::testing::Test {
                .dump();
   }
   Env env(bool server) const {
-    // Under AddressSanitizer, its handler would turn the stand-in's SIGSEGV into an exit with
-    // code 1: a crashing NVRTC dies of its signal, as it does in any other build.
-    const char* asan = std::getenv("ASAN_OPTIONS");  // NOLINT(concurrency-mt-unsafe)
-    std::string sanitizer = std::string(asan != nullptr ? asan : "") + ":handle_segv=0";
-    return {{"ASAN_OPTIONS", sanitizer},
+    // Under a sanitizer, its handler would turn the stand-in's SIGSEGV into an exit with a code
+    // (1, 66): a crashing NVRTC dies of its signal, as it does in any other build.
+    auto without_segv_handler = [](const char* variable) {
+      const char* given = std::getenv(variable);  // NOLINT(concurrency-mt-unsafe)
+      return std::string(given != nullptr ? given : "") + ":handle_segv=0";
+    };
+    return {{"ASAN_OPTIONS", without_segv_handler("ASAN_OPTIONS")},
+            {"TSAN_OPTIONS", without_segv_handler("TSAN_OPTIONS")},
             {"KILN_CACHE_DIR", (dir_.path() / "cache").string()},
             {"KILN_NO_CACHE", std::nullopt},
             {"KILN_NO_SERVER", server ? std::nullopt : std::optional<std::string>("1")},
