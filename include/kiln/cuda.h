@@ -102,6 +102,10 @@ struct CompileResult {
   // Why kiln's kernel cache was not used, when it was wanted but could not be opened (no HOME, a
   // read-only or unsafe directory: kiln/cache.h): the compile ran uncached. Else empty.
   std::string warning{};
+  // NVRTC's compile as a command line, "nvrtc <options> <program name>": what NVRTC received
+  // (also from the cache: what it would receive). Empty for nvcc, whose runs are processes that
+  // kiln::RunScope records itself.
+  std::string command_line{};
 };
 // compile_cuda, keeping the compiler's log and saying whether the cache served it.
 CompileResult compile(std::string_view code, const CompileOptions& options = {});

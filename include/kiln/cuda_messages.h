@@ -26,12 +26,15 @@ enum class Audience { command_line, manifest };
 // A setting as `audience` writes it: "--format cubin" / "\"format\": \"cubin\"".
 std::string setting(Audience audience, std::string_view key, std::string_view value);
 
-// `failure`, a ToolFailed that cuda::compile() or compile_cuda() threw (whose label is the
-// source, as the seed's message starts with it), without the source: a ToolFailed whose label
-// is the first line of the compiler's output ("Compilation error:", "NVRTC compilation
-// failed:"), then the compiler's messages, which name the user's file and lines, its status and
-// the command line. When NVRTC failed on host code (shows_host_code), the output ends with
-// host_code_hint(audience).
+// The label of a failed NVRTC compile (the seed's words).
+inline constexpr std::string_view kNvrtcFailed = "NVRTC compilation failed:";
+
+// `failure`, a ToolFailed that cuda::compile() or compile_cuda() threw (whose message starts
+// with the whole source, as the seed's does), without the source: its message is brief_text()
+// of the same fields: the label ("Compilation error:", "NVRTC compilation failed:"), the
+// compiler's messages, which name the user's file and lines, its status and the command line.
+// When NVRTC failed on host code (shows_host_code), the output ends with
+// host_code_hint(audience). Reads the failure's fields; parses no message.
 ToolFailed brief_failure(const ToolFailed& failure, Audience audience);
 
 // Whether NVRTC's log says that the source holds host code, which NVRTC cannot compile: a header

@@ -75,31 +75,60 @@ class ToolNotExecutable : public CannotRunTool {
   using CannotRunTool::CannotRunTool;
 };
 
+// What a failed tool run is made of, as data. kiln's front ends, the pool and the compile server
+// carry these fields; the seed's message and the brief one are two ways of writing them
+// (seed_text, brief_text), and neither is ever parsed back.
+struct ToolFailure {
+  // What failed, in the seed's words: "Compilation error:", "NVRTC compilation failed:",
+  // "AR error:", "Linking error using ld.lld:".
+  std::string label{};
+  // The tool's own messages (its output, NVRTC's log), with any note kiln added.
+  std::string output{};
+  // The command as a shell would show it ("nvrtc --gpu-architecture=sm_80 ..." for NVRTC).
+  std::string command_line{};
+  Ending ending = Ending::exited(1);
+  // "" for a plain non-zero exit, else the status line ("killed by signal SIGSEGV").
+  std::string status{};
+  // A CUDA compile's program text, which the seed's message starts with; "" for other tools.
+  std::string source{};
+  // The user's file that source came from, when the caller named one.
+  std::filesystem::path source_path{};
+};
+
+// The seed's message: the source (when there is one), the label, the output, the status line
+// (when there is one), then "Command line: " and the command.
+//   "__global__ void k() { x }\nNVRTC compilation failed:\n<log>\nCommand line: nvrtc ..."
+std::string seed_text(const ToolFailure& failure);
+
+// The same without the source, for a person reading a build log: the compiler's messages
+// already name the user's file and lines.
+//   "NVRTC compilation failed:\n<log>\nCommand line: nvrtc ..."
+std::string brief_text(const ToolFailure& failure);
+
 // A tool ran and failed: non-zero exit, killed by a signal, ended at its deadline or cancelled;
-// ending() says which (kiln/ending.h). The message is the seed's: the label, the tool's output,
-// then "Command line: " and the command; when the tool did not simply exit non-zero, a line with
-// its status ("killed by signal SIGSEGV", "timed out after 2s") stands before the command line.
-// A library that compiles in-process (NVRTC, nvJitLink) reports a failed compile as a ToolFailed
-// with the default ending, exit code 1. kiln::tool_failed() (kiln/process.h) makes one from a
-// RunResult.
+// ending() says which (kiln/ending.h). The message is the seed's (seed_text); when the tool did
+// not simply exit non-zero, a line with its status ("killed by signal SIGSEGV", "timed out after
+// 2s") stands before the command line. A library that compiles in-process (NVRTC, nvJitLink)
+// reports a failed compile as a ToolFailed with the default ending, exit code 1, whose source()
+// is the program. kiln::tool_failed() (kiln/process.h) makes one from a RunResult.
 class ToolFailed : public Error {
  public:
-  // `status` empty: ending.text() unless the ending is a plain non-zero exit.
+  // An empty `status` becomes ending.text() unless the ending is a plain non-zero exit.
+  explicit ToolFailed(ToolFailure failure);
   ToolFailed(std::string label, std::string output, std::string command_line,
              Ending ending = Ending::exited(1), std::string status = {});
-  const std::string& label() const noexcept { return label_; }
-  const std::string& output() const noexcept { return output_; }
-  const std::string& command_line() const noexcept { return command_line_; }
-  const Ending& ending() const noexcept { return ending_; }
+  const ToolFailure& failure() const noexcept { return failure_; }
+  const std::string& label() const noexcept { return failure_.label; }
+  const std::string& output() const noexcept { return failure_.output; }
+  const std::string& command_line() const noexcept { return failure_.command_line; }
+  const Ending& ending() const noexcept { return failure_.ending; }
   // Empty for a plain non-zero exit, else the status line.
-  const std::string& status() const noexcept { return status_; }
+  const std::string& status() const noexcept { return failure_.status; }
+  const std::string& source() const noexcept { return failure_.source; }
+  const std::filesystem::path& source_path() const noexcept { return failure_.source_path; }
 
  private:
-  std::string label_;
-  std::string output_;
-  std::string command_line_;
-  Ending ending_;
-  std::string status_;
+  ToolFailure failure_;
 };
 
 // Work did not finish before its deadline.

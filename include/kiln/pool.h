@@ -20,7 +20,8 @@
 // Errors from a call: kiln::TimeoutError (the worker was killed, with its whole process group,
 // and is restarted on the next call), kiln::ChildProcessError (the worker died, the message says
 // how: exit code or signal name; or its task closed or replaced the worker's answer pipe,
-// descriptor 4, and it was killed), kiln::TaskError (the task threw; its type name and message),
+// descriptor 4, and it was killed), kiln::TaskError (the task threw; its type name and message;
+// a task that threw a kiln::ToolFailed fails the call with that ToolFailed, every field kept),
 // kiln::ProtocolError (the worker wrote garbage or an oversize frame and was killed). A worker's
 // death is seen as it happens, from its pidfd, even while a grandchild holds its pipes; a task
 // that ends its worker's process says so first (task_ends_process), so the call fails at once.

@@ -17,33 +17,40 @@ CannotRunTool::CannotRunTool(std::string tool, const std::string& message)
 
 namespace {
 
-std::string tool_failed_message(std::string_view label, std::string_view output,
-                                std::string_view command_line, std::string_view status) {
-  std::string message = fmt::format("{}\n{}", label, output);
-  if (!status.empty()) {
-    if (!message.ends_with('\n')) message += '\n';
-    message += status;
+// The status line a failure shows: the one given, else the ending's unless it is a plain exit.
+ToolFailure with_status_line(ToolFailure failure) {
+  if (failure.status.empty() && failure.ending.kind != Ending::Kind::exited) {
+    failure.status = failure.ending.text();
   }
-  return fmt::format("{}\nCommand line: {}", message, command_line);
+  return failure;
 }
 
 }  // namespace
 
-namespace {
-std::string status_line(const Ending& ending, std::string status) {
-  if (!status.empty() || ending.kind == Ending::Kind::exited) return status;
-  return ending.text();
+std::string brief_text(const ToolFailure& failure) {
+  std::string message = fmt::format("{}\n{}", failure.label, failure.output);
+  if (!failure.status.empty()) {
+    if (!message.ends_with('\n')) message += '\n';
+    message += failure.status;
+  }
+  return fmt::format("{}\nCommand line: {}", message, failure.command_line);
 }
-}  // namespace
+
+std::string seed_text(const ToolFailure& failure) {
+  if (failure.source.empty()) return brief_text(failure);
+  return fmt::format("{}\n{}", failure.source, brief_text(failure));
+}
+
+ToolFailed::ToolFailed(ToolFailure failure)
+    : Error(seed_text(with_status_line(failure))), failure_(with_status_line(std::move(failure))) {}
 
 ToolFailed::ToolFailed(std::string label, std::string output, std::string command_line,
                        Ending ending, std::string status)
-    : Error(tool_failed_message(label, output, command_line, status_line(ending, status))),
-      label_(std::move(label)),
-      output_(std::move(output)),
-      command_line_(std::move(command_line)),
-      ending_(ending),
-      status_(status_line(ending, std::move(status))) {}
+    : ToolFailed(ToolFailure{.label = std::move(label),
+                             .output = std::move(output),
+                             .command_line = std::move(command_line),
+                             .ending = ending,
+                             .status = std::move(status)}) {}
 
 TaskError::TaskError(std::string type_name, std::string message, std::string details)
     : Error(fmt::format("{}: {}", type_name, message)),

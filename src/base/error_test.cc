@@ -25,6 +25,36 @@ TEST(Error, ToolFailedWithStatusPutsItBeforeTheCommandLine) {
   EXPECT_EQ(late.status(), "timed out after 2s") << "a given status line wins over the ending's";
 }
 
+TEST(Error, TheSeedsTextAndTheBriefTextAreWrittenFromTheSameFields) {
+  ToolFailure failure{.label = "NVRTC compilation failed:",
+                      .output = "k.cu(1): error: expected an expression\n",
+                      .command_line = "nvrtc --gpu-architecture=sm_80 k.cu",
+                      .status = "NVRTC_ERROR_COMPILATION",
+                      .source = "__global__ void k() { int x = ; }",
+                      .source_path = "k.cu"};
+  EXPECT_EQ(seed_text(failure),
+            "__global__ void k() { int x = ; }\nNVRTC compilation failed:\n"
+            "k.cu(1): error: expected an expression\nNVRTC_ERROR_COMPILATION\n"
+            "Command line: nvrtc --gpu-architecture=sm_80 k.cu");
+  EXPECT_EQ(brief_text(failure),
+            "NVRTC compilation failed:\nk.cu(1): error: expected an expression\n"
+            "NVRTC_ERROR_COMPILATION\nCommand line: nvrtc --gpu-architecture=sm_80 k.cu");
+  ToolFailed e(failure);
+  EXPECT_EQ(e.what(), seed_text(failure)) << "the exception's message is the seed's";
+  EXPECT_EQ(e.label(), "NVRTC compilation failed:");
+  EXPECT_EQ(e.output(), failure.output) << "the log alone, without the label";
+  EXPECT_EQ(e.source(), failure.source);
+  EXPECT_EQ(e.source_path(), "k.cu");
+  failure.source.clear();
+  EXPECT_EQ(seed_text(failure), brief_text(failure)) << "without a source the two agree";
+}
+
+TEST(Error, ToolFailedFromFieldsGetsTheEndingsStatusLine) {
+  ToolFailed e(ToolFailure{.label = "Compilation error:", .ending = Ending::signaled(11)});
+  EXPECT_EQ(e.status(), "killed by signal SIGSEGV");
+  EXPECT_EQ(e.failure().status, "killed by signal SIGSEGV");
+}
+
 TEST(Error, ToolFailedCarriesHowTheToolEnded) {
   ToolFailed plain("Compilation error:", "", "cc x.c");
   EXPECT_EQ(plain.ending(), Ending::exited(1)) << "an in-process compile that failed";

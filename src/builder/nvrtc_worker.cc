@@ -7,30 +7,8 @@
 namespace kiln::build::detail {
 namespace {
 
-Value ending_value(const Ending& ending) {
-  return {{"kind", static_cast<int>(ending.kind)}, {"value", ending.value}};
-}
-
-Ending ending_of(const Value& value) {
-  return {static_cast<Ending::Kind>(value["kind"].get<int>()), value["value"].get<int>()};
-}
-
-Value failure_value(const ToolFailed& e) {
-  return {{"label", e.label()},
-          {"output", e.output()},
-          {"command_line", e.command_line()},
-          {"ending", ending_value(e.ending())},
-          {"status", e.status()}};
-}
-
-ToolFailed failure_of(const Value& value) {
-  return {value["label"].get<std::string>(), value["output"].get<std::string>(),
-          value["command_line"].get<std::string>(), ending_of(value["ending"]),
-          value["status"].get<std::string>()};
-}
-
-// Arguments: {code, format, arch, options, source_path}; result: {bytes, log}, or {failed: the
-// ToolFailed's fields} for a compile that failed.
+// Arguments: {code, format, arch, options, source_path}; result: {bytes, log}. A compile that
+// fails throws its ToolFailed, which the pool carries back field for field.
 Value compile_cuda_task(Value args) {
   cuda::CompileOptions options;
   options.format = cuda::format_from_name(args["format"].get<std::string>());
@@ -39,12 +17,7 @@ Value compile_cuda_task(Value args) {
   options.backend = cuda::Backend::nvrtc;
   options.source_path = args["source_path"].get<std::string>();
   options.use_cache = false;  // kiln build caches the job's output itself
-  cuda::CompileResult result;
-  try {
-    result = cuda::compile(args["code"].get<std::string>(), options);
-  } catch (const ToolFailed& e) {
-    return {{"failed", failure_value(e)}};
-  }
+  cuda::CompileResult result = cuda::compile(args["code"].get<std::string>(), options);
   return {
       {"bytes", Value::binary(std::vector<std::uint8_t>(result.bytes.begin(), result.bytes.end()))},
       {"log", std::move(result.log)}};
@@ -71,7 +44,6 @@ cuda::NvrtcCall nvrtc_in_worker(pool::Worker& worker) {
                                  {"arch", o.arch},
                                  {"options", o.options},
                                  {"source_path", o.source_path.string()}});
-    if (result.contains("failed")) throw failure_of(result["failed"]);
     const auto& binary = result["bytes"].get_binary();
     return cuda::CompileResult{
         .bytes = std::string(reinterpret_cast<const char*>(binary.data()), binary.size()),

@@ -12,8 +12,9 @@
 namespace kiln::build::detail {
 
 // Compiles in `worker` (started on its first call). Throws what the compile threw there: a
-// ToolFailed with its label, output, command line, ending and status; a ChildProcessError with
-// the worker's ending when NVRTC killed it; kiln::Error when kiln could not start its worker.
+// ToolFailed with every field it had there (label, output, command line, ending, status, source,
+// source path); a ChildProcessError with the worker's ending when NVRTC killed it; kiln::Error
+// when kiln could not start its worker.
 cuda::NvrtcCall nvrtc_in_worker(pool::Worker& worker);
 
 }  // namespace kiln::build::detail

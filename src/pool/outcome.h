@@ -8,6 +8,7 @@
 
 #include "kiln/error.h"
 #include "kiln/pool.h"
+#include "tool_failure_codec.h"
 
 namespace kiln::internal {
 
@@ -49,6 +50,11 @@ inline Value unwrap(Outcome outcome) {
     case Outcome::Kind::protocol:
       throw ProtocolError(outcome.message);
     case Outcome::Kind::task:
+      if (outcome.type == kToolFailedType) {  // the worker sent its fields: the same ToolFailed
+        if (std::optional<ToolFailure> failure = decode_failure(outcome.details)) {
+          throw ToolFailed(std::move(*failure));
+        }
+      }
       throw TaskError(outcome.type, outcome.message, std::move(outcome.details));
     case Outcome::Kind::cancelled:
       throw Cancelled(outcome.message);

@@ -26,6 +26,7 @@
 #include "kiln/error.h"
 #include "kiln/pool.h"
 #include "protocol.h"
+#include "tool_failure_codec.h"
 
 namespace kiln::pool {
 namespace {
@@ -109,6 +110,12 @@ bool answer(Value request, internal::Outbox& out) {
       out.append_error(e.type_name(), e.message(), e.details());
     } catch (const InvalidArgument&) {  // details past the frame limit: the rest still goes
       out.append_error(e.type_name(), e.message());
+    }
+  } catch (const ToolFailed& e) {  // its fields go along: the caller throws it again
+    try {
+      out.append_error(internal::kToolFailedType, e.what(), internal::encode_failure(e.failure()));
+    } catch (const InvalidArgument&) {  // past the frame limit: a TaskError with the message
+      out.append_error(internal::kToolFailedType, e.what());
     }
   } catch (const std::exception& e) {
     out.append_error(type_name_of(e), e.what());

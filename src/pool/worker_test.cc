@@ -44,6 +44,19 @@ KILN_TASK(exit_3, [](const Value&) -> Value { std::_Exit(3); });
 KILN_TASK(fail, [](const Value& message) -> Value {
   throw std::out_of_range(message.get<std::string>());
 });
+// A real tool that fails (ls of a missing file, exit code 2), its failure given a source as a
+// CUDA compile's is.
+KILN_TASK(tool_fails, [](const Value& path) -> Value {
+  try {
+    check("Listing error:", {.argv = {"ls", path.get<std::string>()}});
+  } catch (const ToolFailed& e) {
+    ToolFailure failure = e.failure();
+    failure.source = "int x = ;";
+    failure.source_path = "k.cu";
+    throw ToolFailed(std::move(failure));
+  }
+  return nullptr;
+});
 KILN_TASK(init_counter, [](const Value& start) -> Value {
   g_initialized += start.get<int>();
   return nullptr;
@@ -240,6 +253,24 @@ TEST(Worker, TaskExceptionsCarryTypeAndMessage) {
         << e.what();
   }
   EXPECT_EQ(worker.call("square", 4), 16) << "the worker survives its tasks' exceptions";
+}
+
+TEST(Worker, AToolFailedArrivesAsAToolFailedWithEveryField) {
+  Worker worker;
+  try {
+    worker.call("tool_fails", "/kiln-no-such-file");
+    FAIL() << "ls of a missing file succeeded";
+  } catch (const ToolFailed& e) {
+    EXPECT_EQ(e.label(), "Listing error:");
+    EXPECT_NE(e.output().find("/kiln-no-such-file"), std::string::npos) << e.output();
+    EXPECT_EQ(e.command_line(), "ls /kiln-no-such-file");
+    EXPECT_EQ(e.ending(), Ending::exited(2));
+    EXPECT_EQ(e.status(), "");
+    EXPECT_EQ(e.source(), "int x = ;");
+    EXPECT_EQ(e.source_path(), "k.cu");
+    EXPECT_EQ(e.what(), seed_text(e.failure()));
+  }
+  EXPECT_EQ(worker.call("square", 3), 9) << "the worker survives";
 }
 
 TEST(Worker, TaskOutputCannotCorruptTheProtocol) {

@@ -14,7 +14,8 @@ RunResult run_step(const ToolStep& step) {
   try {
     return check(step.label, step.run);
   } catch (const ToolFailed& e) {
-    std::string output = e.output();
+    ToolFailure failure = e.failure();
+    std::string& output = failure.output;
     bool noted = false;
     for (const std::string& note :
          {step.failure_note, internal::missing_target_libc_note(output, step.run.argv)}) {
@@ -24,7 +25,7 @@ RunResult run_step(const ToolStep& step) {
       noted = true;
     }
     if (!noted) throw;
-    throw ToolFailed(e.label(), output, e.command_line(), e.ending(), e.status());
+    throw ToolFailed(std::move(failure));
   }
 }
 

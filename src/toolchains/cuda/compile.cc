@@ -143,6 +143,13 @@ std::string compile_cuda(std::string_view code, const CompileOptions& options) {
 
 namespace {
 
+// A failed compile names the user's file (ToolFailed::source_path), whichever backend failed.
+ToolFailed naming_the_file(const ToolFailed& failed, const std::filesystem::path& source_path) {
+  ToolFailure failure = failed.failure();
+  if (failure.source_path.empty()) failure.source_path = source_path;
+  return ToolFailed(std::move(failure));
+}
+
 // CompileOptions::archs checked and, for NVRTC, turned into the one arch it may hold.
 void take_archs(const CompileOptions& options, internal::Request& request) {
   if (options.archs.empty()) return;
@@ -214,8 +221,13 @@ CompileResult internal::compile_or_elsewhere(std::string_view code, const Compil
       warning = fmt::format("kiln's kernel cache is not used: {}", e.what());
     }
   }
-  CompileResult result = options.backend == Backend::nvcc ? internal::compile_with_nvcc(request)
-                                                          : internal::compile_with_nvrtc(request);
+  CompileResult result;
+  try {
+    result = options.backend == Backend::nvcc ? internal::compile_with_nvcc(request)
+                                              : internal::compile_with_nvrtc(request);
+  } catch (const ToolFailed& e) {
+    throw naming_the_file(e, options.source_path);
+  }
   result.warning = std::move(warning);
   if (result.bytes.empty()) throw UnexpectedOutput("Compilation error: empty result is generated");
   if (!options.output.empty()) kiln::internal::write_file_atomically(options.output, result.bytes);

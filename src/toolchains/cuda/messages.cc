@@ -32,8 +32,6 @@ bool is_host_header(std::string_view name) {
   return std::find(kHostHeaders.begin(), kHostHeaders.end(), name) != kHostHeaders.end();
 }
 
-std::string_view first_line(std::string_view text) { return text.substr(0, text.find('\n')); }
-
 }  // namespace
 
 std::string setting(Audience audience, std::string_view key, std::string_view value) {
@@ -73,15 +71,13 @@ std::string nvrtc_fatbin_refusal(Audience audience) {
 }
 
 ToolFailed brief_failure(const ToolFailed& failure, Audience audience) {
-  std::string_view output = failure.output();
-  std::string_view label = first_line(output);
-  std::string messages(output.substr(std::min(output.size(), label.size() + 1)));
-  if (label.starts_with("NVRTC") && shows_host_code(messages)) {
-    if (!messages.empty() && !messages.ends_with('\n')) messages += '\n';
-    messages += host_code_hint(audience);
+  ToolFailure brief = failure.failure();
+  brief.source.clear();
+  if (brief.label == kNvrtcFailed && shows_host_code(brief.output)) {
+    if (!brief.output.empty() && !brief.output.ends_with('\n')) brief.output += '\n';
+    brief.output += host_code_hint(audience);
   }
-  return {std::string(label), std::move(messages), failure.command_line(), failure.ending(),
-          failure.status()};
+  return ToolFailed(std::move(brief));
 }
 
 }  // namespace kiln::cuda

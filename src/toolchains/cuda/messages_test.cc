@@ -48,6 +48,28 @@ std::string one_error_kernel() {
   return code + "extern \"C\" __global__ void k(float* a) {\n  a[0] = 1;\n  int x = ;\n}\n";
 }
 
+TEST(CudaBriefFailure, ReadsTheFieldsAndParsesNoMessage) {
+  // An output whose first line looks like a label: the brief failure keeps the failure's own
+  // label and output as they are (the old retelling took the label from the output's first line).
+  ToolFailed full(ToolFailure{.label = std::string(kNvrtcFailed),
+                              .output = "Compilation error:\nk.cu(2): error: cannot open source "
+                                        "file \"stdio.h\"\n",
+                              .command_line = "nvrtc k.cu",
+                              .status = "NVRTC_ERROR_COMPILATION",
+                              .source = "#include <stdio.h>\n__global__ void k() {}\n",
+                              .source_path = "k.cu"});
+  ToolFailed brief = brief_failure(full, Audience::manifest);
+  EXPECT_EQ(brief.label(), kNvrtcFailed);
+  EXPECT_TRUE(brief.output().starts_with(full.output())) << brief.output();
+  EXPECT_TRUE(brief.output().ends_with(host_code_hint(Audience::manifest))) << brief.output();
+  EXPECT_EQ(brief.source(), "");
+  EXPECT_EQ(brief.source_path(), "k.cu");
+  EXPECT_EQ(brief.status(), full.status());
+  EXPECT_EQ(brief.what(), brief_text(brief.failure()));
+  EXPECT_EQ(std::string(full.what()).find(full.source()), 0u)
+      << "the seed's message starts with it";
+}
+
 TEST_F(CudaMessages, TheHeadersExample) {
   std::ofstream(dir / "k.cu") << "__global__ void k() { int x = ; }\n";
   try {

@@ -30,7 +30,9 @@ std::string run_stage(const std::string& code, std::vector<std::string> argv, co
   }
   RunResult result = run(options);
   if (!result.ok()) {
-    throw tool_failed(code, "Compilation error:\n" + result.output, result);
+    ToolFailure failure = tool_failed("Compilation error:", result.output, result).failure();
+    failure.source = code;
+    throw ToolFailed(std::move(failure));
   }
   return std::move(result.output);
 }

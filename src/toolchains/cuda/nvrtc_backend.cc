@@ -9,6 +9,7 @@
 #include "internal/files.h"
 #include "internal/shell_words.h"
 #include "kiln/cuda.h"
+#include "kiln/cuda_messages.h"
 #include "kiln/direct_cache.h"
 #include "kiln/error.h"
 #include "kiln/process.h"
@@ -160,10 +161,11 @@ std::string link_nvshmem(const Request& request, const std::string& cubin,
       if (lib.get_error_log(handle, log.data()) != 0) log.clear();
       if (!log.empty() && log.back() == '\0') log.pop_back();
     }
-    return ToolFailed(
-        request.code,
-        fmt::format("Compilation error:\nnvJitLink {} failed ({}):\n{}", step, r, log),
-        format_command_line({"nvJitLink", arch_option, "tvm_kernels.cubin", device.string()}));
+    return ToolFailed({.label = "Compilation error:",
+                       .output = fmt::format("nvJitLink {} failed ({}):\n{}", step, r, log),
+                       .command_line = format_command_line(
+                           {"nvJitLink", arch_option, "tvm_kernels.cubin", device.string()}),
+                       .source = request.code});
   };
   if (int r = lib.add_data(handle, NvJitLinkLibrary::kInputCubin, cubin.data(), cubin.size(),
                            "tvm_kernels.cubin");
@@ -222,18 +224,19 @@ NvrtcAttempt attempt_nvrtc(const std::string& source, const std::string& name,
   return attempt;
 }
 
-NvrtcOutput checked(const std::string& code, const std::vector<std::string>& options,
-                    NvrtcAttempt attempt) {
+// `command_line`: the compile as NVRTC received it (NvrtcPlan::command_line).
+NvrtcOutput checked(const std::string& code, std::string command_line, NvrtcAttempt attempt) {
   int r = attempt.result;
   if (r != 0 && attempt.failed_call == "nvrtcCreateProgram") {
     throw LibraryCallFailed("nvrtcCreateProgram", r,
                             "Failed to create NVRTC program: " + nvrtc_error(r));
   }
   if (r != 0 && attempt.failed_call.empty()) {
-    std::vector<std::string> command = {"nvrtc"};
-    command.insert(command.end(), options.begin(), options.end());
-    throw ToolFailed(code, "NVRTC compilation failed:\n" + attempt.log,
-                     format_command_line(command), Ending::exited(1), nvrtc_error(r));
+    throw ToolFailed({.label = std::string(kNvrtcFailed),
+                      .output = std::move(attempt.log),
+                      .command_line = std::move(command_line),
+                      .status = nvrtc_error(r),
+                      .source = code});
   }
   if (r != 0) {
     bool size = attempt.failed_call.ends_with("Size");
@@ -248,7 +251,10 @@ NvrtcOutput checked(const std::string& code, const std::vector<std::string>& opt
 NvrtcOutput run_nvrtc(const std::string& code, const std::string& source,
                       const std::vector<std::string>& options, bool cubin,
                       const std::string& name) {
-  return checked(code, options, attempt_nvrtc(source, name, options, cubin));
+  std::vector<std::string> argv = {"nvrtc"};
+  argv.insert(argv.end(), options.begin(), options.end());
+  argv.push_back(name);
+  return checked(code, format_command_line(argv), attempt_nvrtc(source, name, options, cubin));
 }
 
 std::string program_name(const Request& request) {
@@ -310,7 +316,7 @@ namespace {
 // toolkit's headers nearly free), else where request.no_server says, else here; then the dump files
 // and NVSHMEM's link. A module of many kernels is compiled in parts at once when it can be
 // (nvrtc_parallel.h).
-CompileResult compile_once(const Request& request, const NvrtcPlan& plan) {
+CompileResult compile_where_it_can(const Request& request, const NvrtcPlan& plan) {
   if (std::optional<CompileResult> parts = compile_in_parts(request, plan)) return *parts;
   const std::string& source = plan.prepared.text;
   NvrtcJob job{.source = source,
@@ -322,7 +328,7 @@ CompileResult compile_once(const Request& request, const NvrtcPlan& plan) {
   std::optional<NvrtcAttempt> served = compile_in_server(job);
   if (!served && request.no_server) return request.no_server();
   NvrtcOutput output = checked(
-      request.code, plan.options,
+      request.code, plan.command_line(),
       served ? std::move(*served) : attempt_nvrtc(source, plan.name, plan.options, plan.cubin));
   if (plan.dump_dir) {
     dump(*plan.dump_dir, plan.cubin ? "tvm_kernels.cubin" : "tvm_kernels.ptx", output.bytes);
@@ -330,6 +336,13 @@ CompileResult compile_once(const Request& request, const NvrtcPlan& plan) {
   }
   if (request.nvshmem) output.bytes = link_nvshmem(request, output.bytes, plan.arch);
   return CompileResult{.bytes = std::move(output.bytes), .log = users_log(output.log)};
+}
+
+// compile_where_it_can, the result saying what NVRTC was given.
+CompileResult compile_once(const Request& request, const NvrtcPlan& plan) {
+  CompileResult result = compile_where_it_can(request, plan);
+  result.command_line = plan.command_line();
+  return result;
 }
 
 // The kernel cache's key: the source as NVRTC gets it, every option, NVRTC's identity and
@@ -361,7 +374,10 @@ CompileResult compile_with_nvrtc(const Request& request) {
   DirectCache direct(*request.cache, nvrtc_cache_key(request, plan),
                      std::vector<fs::path>{});  // headers: below
   if (std::optional<std::string> hit = direct.get()) {
-    return {.bytes = std::move(*hit), .cached = true, .programs = 0};
+    return {.bytes = std::move(*hit),
+            .cached = true,
+            .programs = 0,
+            .command_line = plan.command_line()};
   }
   CompileResult result = compile_once(request, plan);
   TempDirectory scratch;

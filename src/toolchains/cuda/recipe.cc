@@ -49,17 +49,6 @@ Recipe nvcc_recipe(std::string code, const CompileOptions& options) {
   return recipe;
 }
 
-// The NVRTC compile as a command line a person can read, from the plan the compile itself
-// follows (internal::plan_of). Just "nvrtc" when there can be no plan (no arch given and no GPU
-// to ask, contradicting options: the compile fails and says so).
-std::string nvrtc_command_line(std::string_view code, const CompileOptions& options) {
-  try {
-    return internal::plan_of(internal::request_of(code, options)).command_line();
-  } catch (const Error&) {
-    return "nvrtc";
-  }
-}
-
 // Compiles with NVRTC (in kiln's compile server, else through `nvrtc` when given, else in this
 // process), and records the compile in the caller's
 // RunScope beside the tools that ran: a command line, how it ended, and NVRTC's log (its
@@ -67,14 +56,21 @@ std::string nvrtc_command_line(std::string_view code, const CompileOptions& opti
 void compile_and_record(const std::string& code, const CompileOptions& options,
                         const NvrtcCall& nvrtc) {
   auto started = std::chrono::steady_clock::now();
-  RunScope::Record compiled{.command_line = nvrtc_command_line(code, options),
-                            .ending = Ending::exited(1)};
+  // The command line is the one the compile's plan made (internal::plan_of): just "nvrtc" when
+  // there was none (no arch given and no GPU to ask, contradicting options).
+  RunScope::Record compiled{.command_line = "nvrtc", .ending = Ending::exited(1)};
   auto record = [&] {
     compiled.duration = std::chrono::steady_clock::now() - started;
     if (RunScope* scope = RunScope::current()) scope->record_in_process(std::move(compiled));
   };
   try {
-    compiled.output = internal::compile_or_elsewhere(code, options, nvrtc).log;
+    CompileResult result = internal::compile_or_elsewhere(code, options, nvrtc);
+    compiled.command_line = std::move(result.command_line);
+    compiled.output = std::move(result.log);
+  } catch (const ToolFailed& e) {
+    compiled.command_line = e.command_line();
+    record();
+    throw;
   } catch (...) {
     record();
     throw;
