@@ -27,7 +27,6 @@ namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 using build::detail::EngineAccount;
 using build::detail::icecc_account;
-using build::detail::icecc_log_env;
 using testing::IcecreamCluster;
 using testing::NamespaceNetwork;
 using testing::read_file;

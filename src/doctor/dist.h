@@ -67,15 +67,19 @@ struct SccacheLogReason {
 };
 SccacheLogReason sccache_log_reason(std::string_view log);
 
-// Where a trivial compile ran, from the engine's own log: the remote host ("" when it ran
-// locally or not at all) and the lines that say so.
+// Where a trivial compile ran, from the engine's own log as the toolchains layer reads it
+// (kiln/icecc_log.h, distcc_log.h): the remote host ("" when it ran locally or not at all)
+// and the lines that say so.
 struct EngineVerdict {
   std::string host;
   bool no_daemon = false;  // icecc: "no local daemon found"
   std::string lines;
 };
-EngineVerdict parse_icecc_log(std::string_view log);
-EngineVerdict parse_distcc_log(std::string_view log);
+// icecc: the server of the first run that compiled on one; "" when any run compiled here (the
+// scheduler chose this host, no daemon answered, or a remote failure made icecc compile here).
+EngineVerdict icecc_verdict(std::string_view log);
+// distcc: the host of the first compile that completed ok, "" when that was localhost.
+EngineVerdict distcc_verdict(std::string_view log);
 
 // The trivial compile through `client`'s server: "sccache auth" (the scheduler took the client's
 // token) and "sccache remote compile" (the statistics' dist_compiles grew, else sccache's reason).

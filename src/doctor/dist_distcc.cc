@@ -31,7 +31,7 @@ Finding compile_finding(const std::string& distcc, std::chrono::seconds timeout)
            .cwd = dir.path(),
            .env = {{"DISTCC_FALLBACK", "0"}, {"DISTCC_VERBOSE", "1"}, {"DISTCC_LOG", std::nullopt}},
            .timeout = timeout * 3});
-  EngineVerdict verdict = parse_distcc_log(compile.output);
+  EngineVerdict verdict = distcc_verdict(compile.output);
   if (compile.ok() && !verdict.host.empty()) {
     f.status = Status::pass;
     f.finding = fmt::format("a trivial C compile ran on {} (distcc's log)", verdict.host);

@@ -12,6 +12,7 @@
 #include "dist.h"
 #include "internal/fd.h"
 #include "internal/files.h"
+#include "kiln/icecc_log.h"
 #include "kiln/temp_directory.h"
 #include "support.h"
 
@@ -77,14 +78,13 @@ Finding compile_finding(const std::string& icecc, std::chrono::seconds timeout) 
   if (cc.empty()) return no_probe_compiler("icecc remote compile");
   Finding f{"icecc remote compile", Status::fail, "", ""};
   TempDirectory dir = probe_directory();
-  RunResult compile =
-      run({.argv = {icecc, cc, "-c", "probe.c", "-o", "probe.o"},
-           .cwd = dir.path(),
-           .env = {{"ICECC_DEBUG", "debug"}, {"ICECC_LOGFILE", (dir / "icecc.log").string()}},
-           .timeout = timeout * 3});
+  RunResult compile = run({.argv = {icecc, cc, "-c", "probe.c", "-o", "probe.o"},
+                           .cwd = dir.path(),
+                           .env = kiln::icecc_log_env(dir / "icecc.log"),
+                           .timeout = timeout * 3});
   std::string log = internal::is_file(dir / "icecc.log") ? internal::read_file(dir / "icecc.log")
                                                          : compile.output;
-  EngineVerdict verdict = parse_icecc_log(log);
+  EngineVerdict verdict = icecc_verdict(log);
   if (compile.ok() && !verdict.host.empty()) {
     f.status = Status::pass;
     f.finding = fmt::format("a trivial C compile ran on {} (icecc's log: \"Have to use host\")",

@@ -1,10 +1,13 @@
 // Reading the engines' own words for kiln doctor --dist: sccache's config and log (its status
 // and statistics: toolchains/sccache.h); icecc's and distcc's client logs; distcc's host list.
-#include <regex>
+#include <algorithm>
 #include <sstream>
+#include <utility>
 
 #include "dist.h"
 #include "internal/files.h"
+#include "kiln/distcc_log.h"
+#include "kiln/icecc_log.h"
 #include "kiln/text.h"
 
 namespace kiln::doctor::detail {
@@ -70,28 +73,26 @@ SccacheLogReason sccache_log_reason(std::string_view log) {
   return reason;
 }
 
-EngineVerdict parse_icecc_log(std::string_view log) {
+EngineVerdict icecc_verdict(std::string_view log) {
+  kiln::IceccLog read = kiln::read_icecc_log(log);
   EngineVerdict verdict;
-  verdict.no_daemon = log.find("no local daemon found") != log.npos;
-  static const std::regex remote(R"(Have to use host (\S+))");
-  std::match_results<std::string_view::const_iterator> m;
-  bool local = log.find("building myself") != log.npos;
-  if (!local && std::regex_search(log.begin(), log.end(), m, remote)) verdict.host = m[1].str();
-  verdict.lines = last_lines(log,
-                             {"Have to use host", "building myself", "locally", "local daemon",
-                              "scheduler", "Error", "error"},
-                             6);
+  verdict.no_daemon = read.no_daemon;
+  verdict.lines = std::move(read.lines);
+  auto here = [](const kiln::IceccRun& run) { return run.compiled_here; };
+  if (std::any_of(read.runs.begin(), read.runs.end(), here)) return verdict;
+  auto remote = std::find_if(read.runs.begin(), read.runs.end(),
+                             [](const kiln::IceccRun& run) { return run.remote(); });
+  if (remote != read.runs.end()) verdict.host = remote->host;
   return verdict;
 }
 
-EngineVerdict parse_distcc_log(std::string_view log) {
+EngineVerdict distcc_verdict(std::string_view log) {
+  kiln::DistccLog read = kiln::read_distcc_log(log);
   EngineVerdict verdict;
-  static const std::regex compiled(R"(\] compile \S+ on (\S+) completed ok)");
-  std::match_results<std::string_view::const_iterator> m;
-  if (std::regex_search(log.begin(), log.end(), m, compiled) && m[1].str() != "localhost") {
-    verdict.host = m[1].str();
-  }
-  verdict.lines = last_lines(log, {"ERROR", "completed ok", "failed", "Warning"}, 6);
+  verdict.lines = std::move(read.lines);
+  auto ok = std::find_if(read.compiles.begin(), read.compiles.end(),
+                         [](const kiln::DistccCompile& compile) { return compile.ok; });
+  if (ok != read.compiles.end() && ok->host != "localhost") verdict.host = ok->host;
   return verdict;
 }
 

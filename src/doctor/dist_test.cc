@@ -65,29 +65,75 @@ TEST(DistReaders, SccacheLogReason) {
 }
 
 TEST(DistReaders, IceccLog) {
-  EngineVerdict remote = parse_icecc_log(
-      "[12] asking for host to use\n[12] Have to use host 10.77.2.2:10245 - Job ID: 4 - env: "
-      "x86_64 - explicit_env: 0 - match_j: 0\n");
+  // icecc 1.4's lines (ICECC_DEBUG=debug) of one compile the scheduler gave to a server.
+  EngineVerdict remote = icecc_verdict(
+      "ICECC[25239] 2026-12-01 08:09:00: invoked as: icecc gcc -c probe.c -o probe.o\n"
+      "ICECC[25239] 2026-12-01 08:09:00: asking for host to use\n"
+      "ICECC[25239] 2026-12-01 08:09:01: Have to use host 10.77.2.2:10245 - Job ID: 4 - env: "
+      "x86_64 - has env: false - match j: 0\n"
+      "ICECC[25239] 2026-12-01 08:09:01: connected to 10.77.2.2\n");
   EXPECT_EQ(remote.host, "10.77.2.2:10245");
-  EngineVerdict local = parse_icecc_log("[12] building myself, but telling localhost\n");
+  EXPECT_FALSE(remote.no_daemon);
+  EngineVerdict local = icecc_verdict(
+      "ICECC[25791] 2026-12-01 08:09:27: invoked as: icecc gcc -c probe.c -o probe.o\n"
+      "ICECC[25791] 2026-12-01 08:09:32: asking for host to use\n"
+      "ICECC[25791] 2026-12-01 08:09:32: building myself, but telling localhost\n"
+      "ICECC[25791] 2026-12-01 08:09:32: invoking: /usr/bin/gcc -c probe.c -o probe.o\n");
   EXPECT_EQ(local.host, "");
   EXPECT_NE(local.lines.find("building myself"), std::string::npos);
-  EXPECT_TRUE(parse_icecc_log("[3] no local daemon found\n").no_daemon);
+  EngineVerdict no_daemon = icecc_verdict(
+      "ICECC[32205] 2026-12-01 08:12:36: invoked as: icecc gcc -c probe.c -o probe.o\n"
+      "ICECC[32205] 2026-12-01 08:12:36: connect failed on 127.0.0.1\n"
+      "ICECC[32205] 2026-12-01 08:12:36: no local daemon found\n"
+      "ICECC[32205] 2026-12-01 08:12:36: invoking: /usr/bin/gcc -c probe.c -o probe.o\n");
+  EXPECT_TRUE(no_daemon.no_daemon);
+  EXPECT_EQ(no_daemon.host, "");
+}
+
+TEST(DistReaders, IceccLogOfACompileBuiltHereAfterAllIsLocal) {
+  // The scheduler named a server, whose iceccd died mid-compile: icecc compiled here instead.
+  EngineVerdict fell_back = icecc_verdict(
+      "ICECC[31487] 2026-12-01 08:11:32: invoked as: icecc gcc -c probe.c -o probe.o\n"
+      "ICECC[31487] 2026-12-01 08:11:32: Have to use host 10.77.0.4:10245 - Job ID: 9 - env: "
+      "x86_64 - has env: false - match j: 0\n"
+      "ICECC[31487] 2026-12-01 08:11:38: got exception Error 14 - error reading message from "
+      "remote (10.77.0.4) \n"
+      "ICECC[31487] 2026-12-01 08:11:38: invoking: /usr/bin/gcc -c probe.c -o probe.o\n");
+  EXPECT_EQ(fell_back.host, "");
+  EXPECT_NE(fell_back.lines.find("got exception Error 14"), std::string::npos);
+  // Two runs in one log, one of them built here: not "the compile ran on a server".
+  EngineVerdict mixed = icecc_verdict(
+      "ICECC[32208] 2026-12-01 08:12:36: invoked as: icecc gcc -O2 -c a.c -o a_m.o\n"
+      "ICECC[32208] 2026-12-01 08:12:36: building myself, but telling localhost\n"
+      "ICECC[32208] 2026-12-01 08:12:36: invoking: /usr/bin/gcc -O2 -c a.c -o a_m.o\n"
+      "ICECC[32212] 2026-12-01 08:12:36: invoked as: icecc gcc -O2 -c b.c -o b_m.o\n"
+      "ICECC[32212] 2026-12-01 08:12:36: Have to use host 10.77.0.3:10245 - Job ID: 12 - env: "
+      "x86_64 - has env: true - match j: 0\n");
+  EXPECT_EQ(mixed.host, "");
 }
 
 TEST(DistReaders, DistccLog) {
-  EngineVerdict remote = parse_distcc_log(
+  EngineVerdict remote = distcc_verdict(
       "distcc[27636] cpp t.c on localhost completed ok\n"
       "distcc[27636] 143 bytes from t.c compiled on 127.0.0.1 in 0.0301s, rate 5kB/s\n"
       "distcc[27636] compile t.c on 127.0.0.1:27632 completed ok\n");
   EXPECT_EQ(remote.host, "127.0.0.1:27632");
-  EXPECT_EQ(parse_distcc_log("distcc[1] compile t.c on localhost completed ok\n").host, "");
-  EngineVerdict refused = parse_distcc_log(
+  EXPECT_EQ(distcc_verdict("distcc[1] compile t.c on localhost completed ok\n").host, "");
+  EngineVerdict refused = distcc_verdict(
       "distcc[27644] ERROR: nonblocking connect to 127.0.0.1:27699 failed: Connection refused\n"
       "distcc[27644] (dcc_build_somewhere) ERROR: failed to distribute and fallbacks are "
       "disabled\n");
   EXPECT_EQ(refused.host, "");
   EXPECT_NE(refused.lines.find("Connection refused"), std::string::npos);
+  // The daemon's compiler failed (a source with an error): it ran there, but not "completed ok".
+  EngineVerdict failed =
+      distcc_verdict("distcc[910] ERROR: compile bad.c on 127.0.0.1:36411 failed\n");
+  EXPECT_EQ(failed.host, "");
+  EXPECT_NE(failed.lines.find("failed"), std::string::npos);
+  // A source whose name holds " on ".
+  EXPECT_EQ(
+      distcc_verdict("distcc[4100] compile run on me.c on 127.0.0.1:36411 completed ok\n").host,
+      "127.0.0.1:36411");
 }
 
 TEST(DistReaders, DistccHosts) {
