@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "kiln/ending.h"
+#include "kiln/launcher.h"
 #include "kiln/manifest.h"
 
 namespace kiln::build {
@@ -101,8 +102,8 @@ struct Options {
   // out_dir (InvalidArgument): whoever can write it could replace what the build makes.
   bool allow_shared_out = false;
   // ccache, sccache, distcc or icecc for the C/C++ jobs (and, sccache, the nvcc-backend CUDA
-  // jobs) that name no launcher of their own.
-  std::string launcher{};
+  // jobs) that name no launcher of their own; std::nullopt: none.
+  std::optional<LauncherKind> launcher{};
   bool keep_going = false;
   bool use_cache = true;
   // A descriptor that becomes readable to stop the build (Ctrl-C): running jobs are killed, none

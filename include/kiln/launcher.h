@@ -6,12 +6,15 @@
 //   kiln::Launcher ccache = kiln::Launcher::ccache({{"CCACHE_DIR", "/var/cache/kiln-ccache"}});
 //   kiln::cc::create_object("add.o", {"add.c"}, {.launcher = ccache});   // runs "ccache gcc ..."
 //   kiln::Launcher cluster = kiln::Launcher::named("distcc", {{"DISTCC_HOSTS", "10.0.0.2/8"}});
+//   kiln::launcher_kind("sccache");                 // LauncherKind::sccache; "make": std::nullopt
 //
 // A launcher is looked up on PATH when it is made: a missing one is kiln::ToolNotFound whose
 // message is "<name> not found" (the seed's "ccache not found"), followed for sccache, distcc and
 // icecc by where to get it.
 #pragma once
 
+#include <cstddef>
+#include <iterator>
 #include <map>
 #include <optional>
 #include <string>
@@ -20,11 +23,31 @@
 
 namespace kiln {
 
+// The launchers kiln knows, named by kLauncherNames in this order.
+enum class LauncherKind { ccache, sccache, distcc, icecc };
+
+// The names of the launchers, by LauncherKind: launcher_kind() reads them, launcher_name() says
+// them, Launcher::named accepts them.
+inline constexpr std::string_view kLauncherNames[] = {"ccache", "sccache", "distcc", "icecc"};
+static_assert(std::size(kLauncherNames) == static_cast<std::size_t>(LauncherKind::icecc) + 1,
+              "a name for every LauncherKind");
+
+// The kind a name stands for ("sccache": LauncherKind::sccache); std::nullopt for any other name
+// ("", "make", "CCACHE").
+std::optional<LauncherKind> launcher_kind(std::string_view name);
+// launcher_kind(name), or kiln::InvalidArgument "unknown launcher 'make' (expected one of: ccache,
+// sccache, distcc, icecc)" for any other name: what a name given on a command line or to
+// Launcher::named must be.
+LauncherKind known_launcher_kind(std::string_view name);
+// The kind's name in kLauncherNames ("sccache"): what messages and cache keys say.
+std::string_view launcher_name(LauncherKind kind);
+
 struct Launcher {
   using Environment = std::map<std::string, std::optional<std::string>>;
 
-  // The launcher's name ("ccache", ...), for messages and cache keys.
+  // The launcher's name ("ccache", ...), for messages and cache keys: launcher_name(kind).
   std::string name{};
+  LauncherKind kind = LauncherKind::ccache;
   // Put before the compiler's argv: the launcher's absolute path, then any arguments of its own.
   std::vector<std::string> prefix{};
   // Added to the compiler's environment (std::nullopt unsets).
@@ -34,7 +57,9 @@ struct Launcher {
   static Launcher sccache(Environment env = {});
   static Launcher distcc(Environment env = {});
   static Launcher icecc(Environment env = {});
-  // One of "ccache", "sccache", "distcc", "icecc"; anything else is kiln::InvalidArgument.
+  // The launcher of that kind.
+  static Launcher of(LauncherKind kind, Environment env = {});
+  // One of kLauncherNames; anything else is kiln::InvalidArgument (known_launcher_kind).
   static Launcher named(std::string_view name, Environment env = {});
 
   // prefix + argv.
@@ -47,8 +72,5 @@ struct Launcher {
 inline constexpr std::string_view kLauncherPlumbing[] = {
     "SCCACHE_SERVER_UDS", "SCCACHE_SERVER_PORT", "SCCACHE_IDLE_TIMEOUT", "ICECC_LOGFILE",
     "ICECC_DEBUG",        "DISTCC_LOG",          "DISTCC_VERBOSE"};
-
-// The names Launcher::named accepts.
-inline constexpr std::string_view kLauncherNames[] = {"ccache", "sccache", "distcc", "icecc"};
 
 }  // namespace kiln

@@ -23,6 +23,7 @@
 
 #include "kiln/cuda.h"
 #include "kiln/error.h"
+#include "kiln/launcher.h"
 
 namespace kiln::build {
 
@@ -112,7 +113,7 @@ struct Job {
   bool timeout_given = false;
   // The job's value, else the defaults' (for the kinds that inherit it), else "".
   std::string cc;
-  std::string launcher;  // "" or one of kiln::kLauncherNames
+  std::optional<LauncherKind> launcher;  // std::nullopt: none
   Toolchain toolchain = Toolchain::host;
   // cuda: "sm_90a", "compute_80", ... ("" lets the CUDA module ask the GPU); rocm-co: "gfx90a",
   // ... ("" lets the ROCm module ask the GPU).

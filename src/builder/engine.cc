@@ -20,6 +20,7 @@
 #include "kiln/paths.h"
 #include "kiln/process.h"
 #include "kiln/temp_directory.h"
+#include "route.h"
 #include "runner.h"
 #include "sccache_servers.h"
 
@@ -68,9 +69,11 @@ int thread_count(const Manifest& manifest, int wanted) {
 // it, such jobs are skipped naming it).
 std::unique_ptr<detail::SccacheServers> sccache_servers_for(
     const std::vector<detail::Route>& routes) {
-  bool used = std::any_of(routes.begin(), routes.end(),
-                          [](const detail::Route& route) { return route.launcher == "sccache"; });
-  std::optional<fs::path> program = used ? which("sccache") : std::nullopt;
+  bool used = std::any_of(routes.begin(), routes.end(), [](const detail::Route& route) {
+    return route.launcher == LauncherKind::sccache;
+  });
+  std::optional<fs::path> program =
+      used ? which(launcher_name(LauncherKind::sccache)) : std::nullopt;
   return program ? std::make_unique<detail::SccacheServers>(program->string()) : nullptr;
 }
 
@@ -80,7 +83,7 @@ std::unique_ptr<detail::SccacheServers> sccache_servers_for(
 std::pair<int, std::string> auto_jobs(const std::vector<detail::Route>& routes,
                                       detail::SccacheServers* sccache) {
   bool distributes = std::any_of(routes.begin(), routes.end(), [](const detail::Route& route) {
-    return route.distributes && route.launcher == "sccache";
+    return route.distributes && route.launcher == LauncherKind::sccache;
   });
   if (!distributes || sccache == nullptr) {
     return {default_jobs(), "no sccache-dist cluster to ask: the local recommendation"};
@@ -118,7 +121,7 @@ void check_out_dir(const fs::path& out_dir, bool allow_shared) {
 }
 
 void check_options(const Options& options) {
-  if (!options.launcher.empty()) Launcher::named(options.launcher);  // unknown or not installed
+  if (options.launcher) Launcher::of(*options.launcher);  // not installed
   if (options.jobs < 0 && options.jobs != kAutoJobs) {
     throw InvalidArgument(fmt::format("-j {}: must be at least 1, or auto", options.jobs));
   }
@@ -220,7 +223,7 @@ PlannedJob plan_job(const Manifest& manifest, const Options& options, detail::Bu
   detail::JobRecipe prepared = detail::prepare(job, options, workspace, runner.tools());
   PlannedJob planned{&job, runner.output_of(index), false, prepared.skip_reason, {}};
   const detail::Route& route = runner.route(index);
-  if (!route.launcher.empty()) planned.route = route.launcher;
+  if (route.launcher) planned.route = launcher_name(*route.launcher);
   if (!route.why_local.empty()) planned.route = "local: " + route.why_local;
   if (runner.cache().enabled() && prepared.skip_reason.empty() && prepared.recipe.cacheable &&
       inputs_known) {

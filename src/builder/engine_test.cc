@@ -404,7 +404,7 @@ TEST(Scheduler, WhereAJobRanComesFromItsAttempt) {
       "remote",
       {.attempt = {
            .result = Attempt::Result::made,
-           .engine = "sccache",
+           .engine = LauncherKind::sccache,
            .account = {.ran = "remote", .detail = "sccache: 1 compile on h:1", .hosts = {"h:1"}}}});
   runner.script("cached", {.attempt = {.result = Attempt::Result::from_cache}});
   runner.script("absent", {.attempt = {.result = Attempt::Result::skipped, .log = "no cc"}});

@@ -62,8 +62,8 @@ Attempt attempt_of_exception() {
 }
 
 // Where a launcher that accounts for a job in a log of its own writes it: in the job's directory.
-fs::path account_log(const Route& route, const fs::path& work) {
-  return work / fmt::format("kiln-{}.log", route.launcher);
+fs::path account_log(LauncherKind launcher, const fs::path& work) {
+  return work / fmt::format("kiln-{}.log", launcher_name(launcher));
 }
 
 // What the tools of a job printed (warnings, ptxas' resource lines), one after the other.
@@ -140,9 +140,13 @@ BuildRunner::BuildRunner(const Manifest& manifest, const Options& options, int t
 
 Launcher::Environment BuildRunner::launcher_env(const Route& route, int worker,
                                                 const fs::path& work) {
-  if (route.launcher == "sccache" && sccache_) return sccache_->client_env(worker);
-  if (route.launcher == "distcc") return distcc_log_env(account_log(route, work));
-  if (route.launcher == "icecc") return icecc_log_env(account_log(route, work));
+  if (route.launcher == LauncherKind::sccache && sccache_) return sccache_->client_env(worker);
+  if (route.launcher == LauncherKind::distcc) {
+    return distcc_log_env(account_log(LauncherKind::distcc, work));
+  }
+  if (route.launcher == LauncherKind::icecc) {
+    return icecc_log_env(account_log(LauncherKind::icecc, work));
+  }
   return {};
 }
 
@@ -151,12 +155,13 @@ void BuildRunner::perform_and_account(const Recipe& recipe, const Route& route, 
   attempt.engine = route.launcher;
   if (!route.why_local.empty()) attempt.account = {.ran = "local", .detail = route.why_local};
   std::function<EngineAccount()> account;
-  if (route.launcher == "sccache" && sccache_) {
+  if (route.launcher == LauncherKind::sccache && sccache_) {
     account = [this, worker, before = stats_of(worker)] {
       return sccache_account(before, stats_of(worker));
     };
-  } else if (route.launcher == "distcc" || route.launcher == "icecc") {
-    account = [log = account_log(route, work), icecc = route.launcher == "icecc"] {
+  } else if (route.launcher == LauncherKind::distcc || route.launcher == LauncherKind::icecc) {
+    account = [log = account_log(*route.launcher, work),
+               icecc = route.launcher == LauncherKind::icecc] {
       std::string text = internal::is_file(log) ? internal::read_file(log) : "";
       return icecc ? icecc_account(text) : distcc_account(text);
     };

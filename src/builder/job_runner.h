@@ -9,6 +9,7 @@
 #include "kiln/pool.h"
 #include "kiln/temp_directory.h"
 #include "recipe.h"
+#include "route.h"
 #include "runner.h"
 #include "sccache_servers.h"
 

@@ -6,6 +6,7 @@
 #include <fmt/ranges.h>
 
 #include "kiln/cuda_messages.h"
+#include "kiln/launcher.h"
 #include "manifest_parser.h"
 #include "manifest_rules.h"
 
@@ -159,7 +160,7 @@ void Parser::read_settings(const Json& entry, Job& job, const std::string& where
     }
   }
   job.cc = values["cc"];
-  job.launcher = values["launcher"];
+  job.launcher = launcher_kind(values["launcher"]);  // check_setting() knew it
   job.arch = values["arch"];
   if (!values["toolchain"].empty()) job.toolchain = *toolchain_from_name(values["toolchain"]);
   if (job.kind == JobKind::cuda) {

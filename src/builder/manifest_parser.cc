@@ -113,7 +113,7 @@ void Parser::check_setting(std::string_view key, const std::string& value, JobKi
     fail(fmt::format("{}: \"{}\" is not {} (one of {})", at(where, key), value, what,
                      fmt::join(known, ", ")));
   };
-  if (key == "launcher" && !has(kLauncherNames, value)) refuse("a launcher", kLauncherNames);
+  if (key == "launcher" && !launcher_kind(value)) refuse("a launcher", kLauncherNames);
   if (key == "toolchain" && !toolchain_from_name(value)) {
     std::vector<std::string_view> names;
     for (Toolchain toolchain : kToolchains) names.push_back(toolchain_name(toolchain));

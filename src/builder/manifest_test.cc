@@ -192,7 +192,7 @@ TEST_F(ManifestTest, DefaultsApplyToTheKindsTheyFit) {
   EXPECT_EQ(so.timeout_seconds, 0);
   EXPECT_TRUE(so.timeout_given) << "the defaults' timeout is given too";
   EXPECT_EQ(so.cc, "clang");
-  EXPECT_EQ(so.launcher, "ccache");
+  EXPECT_EQ(so.launcher, LauncherKind::ccache);
   EXPECT_EQ(so.toolchain, Toolchain::ndk);
   EXPECT_EQ(so.arch, "");
   EXPECT_EQ(m.jobs[1].toolchain, Toolchain::host);
@@ -200,7 +200,7 @@ TEST_F(ManifestTest, DefaultsApplyToTheKindsTheyFit) {
   const Job& k = m.jobs[2];
   EXPECT_EQ(k.options, std::vector<std::string>{"-lineinfo"});  // host options are not nvcc's
   EXPECT_EQ(k.cc, "");
-  EXPECT_EQ(k.launcher, "ccache");  // as --launcher: nvcc jobs may go through sccache
+  EXPECT_EQ(k.launcher, LauncherKind::ccache);  // as --launcher: nvcc jobs may go through sccache
   EXPECT_EQ(k.arch, "sm_80");
   EXPECT_EQ(k.format, cuda::Format::ptx);
   EXPECT_EQ(k.backend, cuda::Backend::nvcc);

@@ -1,10 +1,10 @@
 // prepare(): a job's recipe, from the toolchain module that knows its kind (recipe.h).
 #include "recipe.h"
 
-#include <algorithm>
-
 #include <fmt/format.h>
 
+#include "compilers.h"
+#include "dependency_output.h"
 #include "internal/files.h"
 #include "kiln/cc.h"
 #include "kiln/clang.h"
@@ -13,77 +13,15 @@
 #include "kiln/emcc.h"
 #include "kiln/error.h"
 #include "kiln/ndk.h"
-#include "kiln/paths.h"
 #include "kiln/rocm.h"
 #include "kiln/tar.h"
-#include "kiln/toolchain_environment.h"
 #include "nvrtc_worker.h"
+#include "route.h"
 
 namespace kiln::build::detail {
 namespace {
 
 namespace fs = std::filesystem;
-
-// Why a job cannot run here, thrown while its recipe is chosen.
-struct Absent {
-  std::string reason;
-};
-
-std::string missing_tool(std::string_view what, std::string_view name) {
-  return fmt::format("toolchain absent: {} ({}) is not installed or not on PATH", what, name);
-}
-
-bool installed(const std::string& program) {
-  if (program.empty()) return false;
-  return program.find('/') == std::string::npos ? which(program).has_value()
-                                                : internal::is_file(program);
-}
-
-constexpr const char* kNeedsNdkCc = "toolchain absent: the ndk toolchain needs TVM_NDK_CC";
-
-// The C/C++ compiler of an object, shared or executable job: its "cc"; TVM_NDK_CC for the ndk
-// toolchain; Xcode's clang; for C, $CC or the first of gcc, cc, clang; otherwise cc::get_cc()
-// (C++ first); "cc" when there is none (reported as not installed).
-std::string c_compiler(const Job& job) {
-  if (!job.cc.empty()) return job.cc;
-  if (job.toolchain == Toolchain::ndk) {
-    if (auto cc = ndk_environment().get("TVM_NDK_CC")) return *cc;
-    throw Absent{kNeedsNdkCc};
-  }
-  if (job.toolchain == Toolchain::xcode) return "clang";  // Xcode's, on a Mac
-  if (job.language == Language::c) {
-    if (auto cc = cc_environment().get("CC")) return *cc;
-    for (const char* name : {"gcc", "cc", "clang"}) {
-      if (which(name)) return name;
-    }
-    return "cc";
-  }
-  return cc::get_cc().value_or("cc");
-}
-
-std::string extension_of(const std::optional<Language>& language) {
-  switch (language.value_or(Language::c)) {
-    case Language::c:
-      return ".c";
-    case Language::cxx:
-      return ".cc";
-    case Language::cuda:
-      return ".cu";
-    case Language::llvm_ir:
-      return ".ll";
-    case Language::assembly:
-      return ".S";
-    case Language::opencl:
-      break;
-  }
-  return ".cl";
-}
-
-rocm::SourceLanguage rocm_language(const std::optional<Language>& language) {
-  if (language == Language::llvm_ir) return rocm::SourceLanguage::llvm_ir;
-  if (language == Language::assembly) return rocm::SourceLanguage::assembly;
-  return rocm::SourceLanguage::opencl;
-}
 
 // Chooses one job's recipe from the toolchain modules.
 class Chooser {
@@ -124,10 +62,11 @@ class Chooser {
 };
 
 std::optional<Launcher> Chooser::launcher() {
-  std::string name = route_of(job_, options_).launcher;
-  if (name.empty()) return std::nullopt;
+  std::optional<LauncherKind> kind = route_of(job_, options_).launcher;
+  if (!kind) return std::nullopt;
+  std::string name(launcher_name(*kind));
   if (!installed(name)) throw Absent{missing_tool(name, name)};
-  return Launcher::named(name, ws_.launcher_env);
+  return Launcher::of(*kind, ws_.launcher_env);
 }
 
 cc::Options Chooser::cc_options() {
@@ -262,96 +201,7 @@ Recipe Chooser::choose() {
   return recipe;
 }
 
-// Whether the job runs a C-family compiler over a source, whose headers only the compiler knows.
-bool compiles_c_source(const Job& job) {
-  if (job.sources.empty() && job.code.empty()) return false;
-  if (job.language == Language::llvm_ir) return false;
-  // Assembly that is not preprocessed (.s; ROCm's "-x assembler") includes nothing the compiler
-  // reports, and clang warns that -MD goes unused there.
-  bool plain_assembly = job.code.empty() && std::all_of(job.sources.begin(), job.sources.end(),
-                                                        [](const fs::path& source) {
-                                                          return source.extension() == ".s";
-                                                        });
-  if (job.language == Language::assembly &&
-      (job.kind == JobKind::rocm_code_object || plain_assembly)) {
-    return false;
-  }
-  switch (job.kind) {
-    case JobKind::object:
-    case JobKind::shared:
-    case JobKind::executable:
-    case JobKind::llvm_ir:
-    case JobKind::rocm_code_object:
-    case JobKind::wasm:
-      return true;
-    default:
-      return false;
-  }
-}
-
-// Asks the compile step (the recipe's first tool step) for its dependency output, which
-// DirectCache records: the headers as the compiler resolved them, -I, -iquote, -isystem,
-// -include and CPATH alike.
-void ask_for_dependencies(const Job& job, const Workspace& workspace, JobRecipe& prepared) {
-  if (!compiles_c_source(job)) return;
-  for (RecipeStep& step : prepared.recipe.steps) {
-    auto* tool = std::get_if<ToolStep>(&step);
-    if (tool == nullptr) continue;
-    prepared.depfile = workspace.work_dir / "kiln-deps.d";
-    tool->run.argv.insert(tool->run.argv.end(), {"-MD", "-MF", prepared.depfile.string()});
-    prepared.depfile_cwd = tool->run.cwd.empty() ? fs::current_path() : fs::absolute(tool->run.cwd);
-    return;
-  }
-}
-
 }  // namespace
-
-std::vector<Route> routes_of(const Manifest& manifest, const Options& options) {
-  std::vector<Route> routes;
-  routes.reserve(manifest.jobs.size());
-  for (const Job& job : manifest.jobs) routes.push_back(route_of(job, options));
-  return routes;
-}
-
-Route route_of(const Job& job, const Options& options) {
-  std::string name = job.launcher.empty() ? options.launcher : job.launcher;
-  if (name.empty()) return {};
-  bool distributing = name == "sccache" || name == "distcc" || name == "icecc";
-  switch (job.kind) {
-    case JobKind::object:
-      return {.launcher = name, .distributes = distributing};
-    case JobKind::shared:
-    case JobKind::executable:
-      if (job.toolchain == Toolchain::ndk && job.kind == JobKind::shared) {
-        return {.why_local = "the NDK's shared libraries are built without a launcher"};
-      }
-      return {.launcher = name,
-              .why_local = distributing ? "a compile that also links runs locally" : ""};
-    case JobKind::cuda:
-      if (job.backend == cuda::Backend::nvrtc) {
-        return {.why_local =
-                    "NVRTC compiles in kiln's process: nothing can send them to another machine"};
-      }
-      if (name != "sccache")
-        return {.why_local = name + " does not take nvcc compiles (sccache does)"};
-      // nvcc runs cicc twice for a fatbin of an arch-specific target (sm_90a, sm_100f), the
-      // second pass reading the first's .module_id, which sccache's split of the steps loses now
-      // and then (sccache 0.16, nvcc 13: a third of such compiles failed, with or without a
-      // cluster). Other fatbins, cubins and ptx went through every time.
-      if (job.format == cuda::Format::fatbin &&
-          (job.arch.ends_with('a') || job.arch.ends_with('f'))) {
-        return {.why_local = fmt::format(
-                    "sccache fails nvcc --fatbin for an arch-specific target ({}) now and then "
-                    "(a .module_id it looks for is missing): cubin and ptx go through it",
-                    job.arch)};
-      }
-      return {.launcher = name, .distributes = true};
-    default:
-      break;
-  }
-  return {.why_local = fmt::format("{} jobs run locally: {} takes C/C++ and nvcc compiles",
-                                   kind_name(job.kind), name)};
-}
 
 JobRecipe prepare(const Job& job, const Options& options, const Workspace& workspace,
                   ToolIdentities& identities) {

@@ -40,21 +40,6 @@ struct Workspace {
   Launcher::Environment launcher_env{};
 };
 
-// Whether a job's compile goes through a launcher, and whether that may send it elsewhere.
-struct Route {
-  // The launcher it goes through ("sccache", ...); "" for none.
-  std::string launcher{};
-  // The launcher may compile it on another machine (sccache, distcc, icecc over a compile): the
-  // job does not count against the local cores.
-  bool distributes = false;
-  // Why a launcher the build names does not take this job ("" when it does, or none is named):
-  // "NVRTC compiles in kiln's process: nothing can send them to another machine".
-  std::string why_local{};
-};
-Route route_of(const Job& job, const Options& options);
-// Every job's route, by index: computed once per build.
-std::vector<Route> routes_of(const Manifest& manifest, const Options& options);
-
 struct JobRecipe {
   // Why the job cannot run here ("" when it can): a missing compiler, linker or library.
   std::string skip_reason{};

@@ -14,6 +14,7 @@
 #include "kiln/paths.h"
 #include "kiln/process.h"
 #include "kiln/temp_directory.h"
+#include "route.h"
 #include "testing/test_support.h"
 
 namespace kiln::build::detail {
@@ -260,27 +261,28 @@ TEST(Route, ALauncherTakesCompilesAndSaysWhyItLeavesTheRest) {
        "backend": "nvcc", "format": "fatbin"},
       {"name": "t", "kind": "tar", "inputs": ["@o"]}]})",
                                    ".", "test");
-  Options sccache{.launcher = "sccache"};
+  Options sccache{.launcher = LauncherKind::sccache};
   auto route = [&](const char* name, const Options& options) {
     return route_of(m.jobs[m.index_of(name).value()], options);
   };
-  EXPECT_EQ(route("o", {}).launcher, "");
+  EXPECT_EQ(route("o", {}).launcher, std::nullopt);
   Route object = route("o", sccache);
-  EXPECT_EQ(object.launcher, "sccache");
+  EXPECT_EQ(object.launcher, LauncherKind::sccache);
   EXPECT_TRUE(object.distributes);
-  EXPECT_FALSE(route("o", {.launcher = "ccache"}).distributes);  // a cache, not a cluster
+  Options ccache{.launcher = LauncherKind::ccache};
+  EXPECT_FALSE(route("o", ccache).distributes);  // a cache, not a cluster
   Route link = route("so", sccache);
-  EXPECT_EQ(link.launcher, "sccache");
+  EXPECT_EQ(link.launcher, LauncherKind::sccache);
   EXPECT_FALSE(link.distributes);
   EXPECT_EQ(link.why_local, "a compile that also links runs locally");
-  EXPECT_EQ(route("nvrtc", sccache).launcher, "");
+  EXPECT_EQ(route("nvrtc", sccache).launcher, std::nullopt);
   EXPECT_NE(route("nvrtc", sccache).why_local.find("NVRTC compiles in kiln's process"),
             std::string::npos);
   EXPECT_TRUE(route("cubin", sccache).distributes);
   EXPECT_TRUE(route("fat80", sccache).distributes);
   EXPECT_NE(route("fat90a", sccache).why_local.find("arch-specific target (sm_90a)"),
             std::string::npos);
-  EXPECT_EQ(route("cubin", {.launcher = "distcc"}).why_local,
+  EXPECT_EQ(route("cubin", {.launcher = LauncherKind::distcc}).why_local,
             "distcc does not take nvcc compiles (sccache does)");
   EXPECT_EQ(route("t", sccache).why_local,
             "tar jobs run locally: sccache takes C/C++ and nvcc compiles");

@@ -15,6 +15,7 @@
 #include "engine_account.h"
 #include "kiln/build.h"
 #include "kiln/ending.h"
+#include "kiln/launcher.h"
 #include "kiln/process.h"
 
 namespace kiln::build::detail {
@@ -35,9 +36,9 @@ struct Attempt {
   std::string log{};
   // Each command the job ran, as a shell would quote it.
   std::vector<std::string> commands{};
-  // made / failed: the launcher it went through ("" for none), and where that says it ran; or,
-  // with the build's launcher not taking it, ran "local" and why in the detail.
-  std::string engine{};
+  // made / failed: the launcher it went through (std::nullopt for none), and where that says it
+  // ran; or, with the build's launcher not taking it, ran "local" and why in the detail.
+  std::optional<LauncherKind> engine{};
   EngineAccount account{};
 };
 

@@ -49,7 +49,7 @@ void record_where(JobResult& result, const Attempt& attempt) {
              (attempt.result == Attempt::Result::failed && !attempt.commands.empty());
   if (!ran) return;
   result.ran = attempt.account.ran.empty() ? "local" : attempt.account.ran;
-  result.engine = attempt.engine;
+  result.engine = attempt.engine ? std::string(launcher_name(*attempt.engine)) : "";
   result.ran_detail = attempt.account.detail;
   result.remote_hosts = attempt.account.hosts;
 }

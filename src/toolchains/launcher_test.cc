@@ -28,10 +28,35 @@ namespace {
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 
+TEST(LauncherKind, EveryNameRoundTrips) {
+  for (std::string_view name : kLauncherNames) {
+    std::optional<LauncherKind> kind = launcher_kind(name);
+    ASSERT_TRUE(kind.has_value()) << name;
+    EXPECT_EQ(launcher_name(*kind), name);
+    EXPECT_EQ(known_launcher_kind(name), *kind);
+  }
+  EXPECT_EQ(launcher_kind("sccache"), LauncherKind::sccache);
+  EXPECT_EQ(launcher_name(LauncherKind::icecc), "icecc");
+}
+
+TEST(LauncherKind, AnyOtherNameIsNone) {
+  for (std::string_view name : {"", "make", "CCACHE", "ccache ", "sccache-dist"}) {
+    EXPECT_EQ(launcher_kind(name), std::nullopt) << name;
+  }
+  try {
+    known_launcher_kind("make");
+    FAIL() << "expected InvalidArgument";
+  } catch (const InvalidArgument& e) {
+    EXPECT_STREQ(e.what(),
+                 "unknown launcher 'make' (expected one of: ccache, sccache, distcc, icecc)");
+  }
+}
+
 TEST(Launcher, NamedAndWrap) {
   if (!which("ccache")) GTEST_SKIP() << "ccache is not installed (scripts/install-deps.sh)";
   Launcher l = Launcher::named("ccache", {{"CCACHE_DIR", "/tmp/x"}});
   EXPECT_EQ(l.name, "ccache");
+  EXPECT_EQ(l.kind, LauncherKind::ccache);
   ASSERT_EQ(l.prefix.size(), 1u);
   EXPECT_TRUE(fs::path(l.prefix[0]).is_absolute());
   EXPECT_EQ(l.wrap({"gcc", "-c"}), (std::vector<std::string>{l.prefix[0], "gcc", "-c"}));

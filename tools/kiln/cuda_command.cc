@@ -1,4 +1,4 @@
-// kiln cuda compile|info and kiln cache stats|clear.
+// kiln cuda compile|info.
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -10,7 +10,6 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.h"
-#include "kiln/cache.h"
 #include "kiln/cuda.h"
 #include "kiln/cuda_messages.h"
 #include "kiln/error.h"
@@ -181,42 +180,6 @@ void add_cuda(CLI::App& app, int* status) {
         std::cout << fmt::format("{:<26} {}\n", key, text_of(value));
       }
     }
-    *status = kExitOk;
-  });
-}
-
-void add_cache(CLI::App& app, int* status) {
-  CLI::App* cache = app.add_subcommand("cache", "kiln's kernel cache");
-  cache->require_subcommand(1);
-  CLI::App* stats = cache->add_subcommand("stats", "Where the cache is, how many entries, how big");
-  stats->callback([status] {
-    require_no_passthrough("cache stats");
-    Cache c = Cache::open();
-    if (!c.enabled()) {
-      std::cout << "the cache is off (KILN_NO_CACHE is set)\n";
-    } else {
-      Cache::Stats s = c.stats();
-      std::cout << fmt::format(
-          "directory  {}\nentries    {}\nbytes      {}\nservers    {} files, {} bytes (the "
-          "compile servers' precompiled headers)\nmax bytes  {} (entries and precompiled "
-          "headers)\ntemporary  {} files, {} bytes (being written, or left by killed writers "
-          "until reaped)\n",
-          c.directory().string(), s.entries, s.bytes, s.server_files, s.server_bytes, c.max_bytes(),
-          s.temporary_files, s.temporary_bytes);
-    }
-    *status = kExitOk;
-  });
-  CLI::App* clear = cache->add_subcommand(
-      "clear", "Remove every entry and the compile servers' precompiled headers");
-  clear->callback([status] {
-    require_no_passthrough("cache clear");
-    Cache c = Cache::open();
-    Cache::Stats before = c.stats();
-    c.clear();
-    std::cout << fmt::format(
-        "removed {} entries ({} bytes) and {} compile server files ({} bytes) from {}\n",
-        before.entries, before.bytes, before.server_files, before.server_bytes,
-        c.enabled() ? c.directory().string() : "(off)");
     *status = kExitOk;
   });
 }
