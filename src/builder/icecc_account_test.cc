@@ -1,5 +1,6 @@
-// icecc_account() on real icecc 1.4 client logs (testdata/icecc/README.md says how each was made):
-// the account told from the runs; how the log is read into runs is toolchains/icecc_log_test.cc's.
+// icecc_account() on real icecc 1.4 client logs (src/toolchains/testdata/icecc/README.md says how
+// each was made): the account told from the runs; how the log is read into runs is
+// toolchains/icecc_log_test.cc's.
 #include "builder/icecc_account.h"
 
 #include <gtest/gtest.h>
@@ -11,14 +12,7 @@
 namespace kiln::build::detail {
 namespace {
 
-using testing::read_file;
-
-std::string captured(const std::string& name) {
-  std::string text =
-      read_file(std::string(KILN_SOURCE_DIR) + "/src/builder/testdata/icecc/" + name);
-  EXPECT_FALSE(text.empty()) << name << " is missing";
-  return text;
-}
+std::string captured(const std::string& name) { return testing::captured_log("icecc/" + name); }
 
 TEST(IceccAccount, ACompileTheSchedulerSentToAServerIsRemote) {
   EngineAccount account = icecc_account(captured("remote.log"));

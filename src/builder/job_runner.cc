@@ -222,7 +222,7 @@ Attempt BuildRunner::run(std::size_t index, const RunScope::Limits& limits, int 
   } catch (...) {
     attempt = attempt_of_exception();
   }
-  attempt.engine = std::move(where.engine);
+  attempt.engine = where.engine;
   attempt.account = std::move(where.account);
   if (making) {  // tool probes (--version) are not the job's commands
     for (const auto& record : making->runs()) attempt.commands.push_back(record.command_line);

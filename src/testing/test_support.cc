@@ -296,6 +296,12 @@ std::string read_file(const fs::path& path) {
   return text.str();
 }
 
+std::string captured_log(const std::string& name) {
+  std::string text = read_file(fs::path(KILN_SOURCE_DIR) / "src/toolchains/testdata" / name);
+  EXPECT_FALSE(text.empty()) << "src/toolchains/testdata/" << name << " is missing";
+  return text;
+}
+
 size_t count_occurrences(const std::string& haystack, const std::string& needle) {
   size_t n = 0;
   for (size_t at = haystack.find(needle); at != std::string::npos;

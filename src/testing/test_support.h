@@ -37,6 +37,10 @@ std::vector<pid_t> child_pids();
 // The whole content of a file ("" when it cannot be read).
 std::string read_file(const std::filesystem::path& path);
 
+// A tool's log captured under src/toolchains/testdata/ ("icecc/remote.log"; each folder's
+// README.md says how it was made). The calling test fails when it is missing or empty.
+std::string captured_log(const std::string& name);
+
 // Writes a gzip-compressed tar of regular files {name, contents} (names taken as they are, so a
 // test can give hostile ones) to `path`; fails the running test when libarchive refuses.
 void write_tar_gz(const std::filesystem::path& path,

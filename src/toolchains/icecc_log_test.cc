@@ -1,5 +1,5 @@
 // read_icecc_log() on real icecc 1.4 client logs, captured for the builder's account of a job
-// (src/builder/testdata/icecc/README.md says how each was made), and the variables that make
+// (src/toolchains/testdata/icecc/README.md says how each was made), and the variables that make
 // icecc write them.
 #include "kiln/icecc_log.h"
 
@@ -14,14 +14,7 @@
 namespace kiln {
 namespace {
 
-using testing::read_file;
-
-std::string captured(const std::string& name) {
-  std::string text =
-      read_file(std::string(KILN_SOURCE_DIR) + "/src/builder/testdata/icecc/" + name);
-  EXPECT_FALSE(text.empty()) << name << " is missing";
-  return text;
-}
+std::string captured(const std::string& name) { return testing::captured_log("icecc/" + name); }
 
 // The lines of `a` and `b` taken in turn, as two icecc runs writing one log at once would leave.
 std::string interleave(const std::string& a, const std::string& b) {
