@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "build_project.h"
 #include "cli_support.h"
 #include "kiln/paths.h"
 #include "kiln/temp_directory.h"
@@ -22,31 +23,25 @@ using testing::kiln_cli;
 using testing::read_file;
 using Env = std::map<std::string, std::optional<std::string>>;
 
+// A project that builds one job at a time, with none of the compiler's include path variables
+// set but those a test gives.
 class CacheProject {
  public:
-  CacheProject() {
-    fs::create_directories(dir_ / "cache");
-    fs::create_directories(dir_ / "inc");
-  }
-  void write(const std::string& name, const std::string& text) const {
-    std::ofstream(dir_ / name) << text;
-  }
-  fs::path path(const std::string& name) const { return dir_ / name; }
+  void write(const std::string& name, const std::string& text) const { project_.write(name, text); }
+  fs::path path(const std::string& name) const { return project_.path(name); }
 
   // Builds the one job; returns its status ("done"; others followed by the job's report) and its
   // output's bytes.
   std::pair<std::string, std::string> build(const json& job, const Env& extra = {}) const {
-    write("kiln.json", json{{"jobs", {job}}}.dump());
+    project_.manifest({{"jobs", {job}}});
     fs::remove(path("result.json"));
-    Env env{{"KILN_CACHE_DIR", path("cache").string()}, {"KILN_NO_CACHE", std::nullopt}};
+    Env env;
     for (const char* name : {"CPATH", "C_INCLUDE_PATH", "CPLUS_INCLUDE_PATH"})
       env[name] = std::nullopt;
     for (const auto& [name, value] : extra) env[name] = value;
-    RunResult r = kiln_cli({"build", path("kiln.json").string(), "--out", path("out").string(),
-                            "--json", path("result.json").string()},
-                           env);
+    RunResult r = project_.build({}, env);
     if (!fs::exists(path("result.json"))) ADD_FAILURE() << r.output << r.error_output;
-    json result = json::parse(read_file(path("result.json")));
+    json result = project_.result();
     const json& only = result["jobs"].at(0);
     std::string output = only.contains("output") && only["output"].is_string()
                              ? read_file(only["output"].get<std::string>())
@@ -56,7 +51,7 @@ class CacheProject {
   }
 
  private:
-  TempDirectory dir_;
+  testing::BuildProject project_;
 };
 
 struct HeaderCase {

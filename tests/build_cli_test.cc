@@ -5,13 +5,10 @@
 #include <fcntl.h>
 #include <pty.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/ioctl.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
-#include <fstream>
 #include <future>
 #include <map>
 #include <set>
@@ -21,10 +18,10 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "build_project.h"
 #include "cli_support.h"
 #include "kiln/elf.h"
 #include "kiln/paths.h"
-#include "kiln/temp_directory.h"
 #include "testing/distcc_daemon.h"
 #include "testing/test_support.h"
 
@@ -34,47 +31,11 @@ namespace {
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 using nlohmann::json;
+using testing::BuildProject;
+using testing::c_job;
 using testing::kiln_cli;
 using testing::read_file;
-
-// A manifest, its sources, an output directory and a private cache in one temp directory.
-class Project {
- public:
-  Project() { fs::create_directories(dir_ / "cache"); }
-
-  void write(const std::string& name, const std::string& text, bool executable = false) {
-    std::ofstream(dir_ / name) << text;
-    if (executable) fs::permissions(dir_ / name, fs::perms::owner_all);
-  }
-  void manifest(const json& doc) { write("kiln.json", doc.dump(2)); }
-
-  fs::path path(const std::string& name) const { return dir_ / name; }
-  fs::path out() const { return dir_ / "out"; }
-  std::map<std::string, std::optional<std::string>> env() const {
-    return {{"KILN_CACHE_DIR", (dir_ / "cache").string()}, {"KILN_NO_CACHE", std::nullopt}};
-  }
-
-  // kiln build <manifest> --out <out> --json <json> args...
-  RunResult build(std::vector<std::string> args = {},
-                  std::map<std::string, std::optional<std::string>> extra_env = {}) const {
-    std::vector<std::string> argv{"build",  path("kiln.json").string(),  "--out", out().string(),
-                                  "--json", path("result.json").string()};
-    argv.insert(argv.end(), args.begin(), args.end());
-    auto environment = env();
-    environment.insert(extra_env.begin(), extra_env.end());
-    return kiln_cli(argv, environment);
-  }
-  json result() const { return json::parse(read_file(path("result.json"))); }
-
- private:
-  TempDirectory dir_;
-};
-
-std::map<std::string, json> jobs_by_name(const json& result) {
-  std::map<std::string, json> jobs;
-  for (const json& job : result["jobs"]) jobs[job["name"].get<std::string>()] = job;
-  return jobs;
-}
+using testing::wait_exit;
 
 // Pids of running processes whose command line contains `marker`.
 std::vector<pid_t> processes_with(const std::string& marker) {
@@ -91,21 +52,17 @@ std::vector<pid_t> processes_with(const std::string& marker) {
   return found;
 }
 
-json c_job(const std::string& name, const std::string& code, const std::string& kind = "object") {
-  return {{"name", name}, {"kind", kind}, {"code", code}, {"language", "c"}};
-}
-
 // The file's first bytes.
 std::string head(const fs::path& path, size_t n) { return read_file(path).substr(0, n); }
 
 TEST(BuildCli, TheBundledExamplesBuild) {
-  Project project;
+  BuildProject project;
   RunResult r = kiln_cli(
       {"build", "--out", project.out().string(), "--json", project.path("result.json").string()},
       project.env());
   ASSERT_EQ(r.exit_code, 0) << r.output << r.error_output;
   EXPECT_NE(r.output.find("kiln build: "), std::string::npos) << r.output;
-  std::map<std::string, json> jobs = jobs_by_name(project.result());
+  std::map<std::string, json> jobs = project.jobs();
   ASSERT_GE(jobs.size(), 10u);
   auto machine = [](const fs::path& p) { return read_elf_machine(p).value_or(0); };
   for (const auto& [name, job] : jobs) {
@@ -153,7 +110,7 @@ TEST(BuildCli, TheBundledExamplesBuild) {
 // The scenario: a hanging compiler, a crashing one, a compile error and twenty good jobs
 // with -j2 --keep-going.
 TEST(BuildCli, HangCrashErrorAndTwentyGoodJobs) {
-  Project project;
+  BuildProject project;
   std::string marker = fmt::format("{}", 900000 + ::getpid() % 99999);
   // It answers --version like gcc and hangs only when compiling: it is the compile that must be
   // killed at the job's timeout, not the probe before it.
@@ -179,7 +136,7 @@ TEST(BuildCli, HangCrashErrorAndTwentyGoodJobs) {
 
   RunResult r = project.build({"-j2", "--keep-going"});
   EXPECT_EQ(r.exit_code, 1) << r.output << r.error_output;
-  std::map<std::string, json> result = jobs_by_name(project.result());
+  std::map<std::string, json> result = project.jobs();
   for (int i = 0; i < 20; ++i) {
     const json& good = result[fmt::format("good{}", i)];
     EXPECT_EQ(good["status"], "done") << good.dump();
@@ -213,7 +170,7 @@ TEST(BuildCli, HangCrashErrorAndTwentyGoodJobs) {
 
 // A job whose toolchain is absent is skipped with the reason, and the build still succeeds.
 TEST(BuildCli, AnAbsentToolchainIsSkippedNotFailed) {
-  Project project;
+  BuildProject project;
   json cross = c_job("cross", "int x(void) { return 1; }", "shared");
   cross["cc"] = "kiln-no-such-cross-gcc";
   json mac = c_job("mac", "int m(void) { return 1; }", "shared");
@@ -222,7 +179,7 @@ TEST(BuildCli, AnAbsentToolchainIsSkippedNotFailed) {
   project.manifest({{"jobs", {cross, mac, dependant, c_job("here", "int h(void) { return 1; }")}}});
   RunResult r = project.build();
   EXPECT_EQ(r.exit_code, 0) << r.output << r.error_output;
-  std::map<std::string, json> result = jobs_by_name(project.result());
+  std::map<std::string, json> result = project.jobs();
   EXPECT_EQ(result["cross"]["status"], "skipped");
   EXPECT_NE(result["cross"]["log"].get<std::string>().find("kiln-no-such-cross-gcc"),
             std::string::npos);
@@ -237,7 +194,7 @@ TEST(BuildCli, AnAbsentToolchainIsSkippedNotFailed) {
 
 // gcc reports a crash of cc1 as an "internal compiler error" and exits 4: that is a crash too.
 TEST(BuildCli, ACompilerReportingItsOwnCrashIsCrashed) {
-  Project project;
+  BuildProject project;
   project.write("ice-cc",
                 "#!/bin/sh\necho 'x.c:1: internal compiler error: Segmentation fault' >&2\n"
                 "exit 4\n",
@@ -246,13 +203,13 @@ TEST(BuildCli, ACompilerReportingItsOwnCrashIsCrashed) {
   ice["cc"] = project.path("ice-cc").string();
   project.manifest({{"jobs", {ice}}});
   EXPECT_EQ(project.build().exit_code, 1);
-  json job = jobs_by_name(project.result())["ice"];
+  json job = project.jobs()["ice"];
   EXPECT_EQ(job["status"], "crashed") << job.dump();
   EXPECT_NE(job["log"].get<std::string>().find("internal compiler error"), std::string::npos);
 }
 
 TEST(BuildCli, DependenciesAndAFailureThatSkipsDependants) {
-  Project project;
+  BuildProject project;
   json jobs = {c_job("a", "int a(void) { return 1; }"),
                c_job("b", "int b(void) { return 2; }"),
                {{"name", "lib"}, {"kind", "static"}, {"inputs", {"@a", "@b"}}}};
@@ -268,7 +225,7 @@ TEST(BuildCli, DependenciesAndAFailureThatSkipsDependants) {
   project.manifest({{"jobs", jobs}});
   r = project.build();
   EXPECT_EQ(r.exit_code, 1);
-  std::map<std::string, json> result = jobs_by_name(project.result());
+  std::map<std::string, json> result = project.jobs();
   EXPECT_EQ(result["b"]["status"], "failed");
   EXPECT_EQ(result["lib"]["status"], "skipped");
   EXPECT_NE(result["lib"]["log"].get<std::string>().find("\"b\""), std::string::npos)
@@ -302,7 +259,7 @@ TEST(BuildCli, ManifestErrorsExitTwoBeforeAnythingRuns) {
        "->"},
   };
   for (const Case& c : cases) {
-    Project project;
+    BuildProject project;
     project.manifest(c.manifest);
     RunResult r = project.build();
     EXPECT_EQ(r.exit_code, 2) << c.manifest.dump() << "\n" << r.error_output;
@@ -310,14 +267,14 @@ TEST(BuildCli, ManifestErrorsExitTwoBeforeAnythingRuns) {
     EXPECT_NE(r.error_output.find("job"), std::string::npos) << r.error_output;
     EXPECT_FALSE(fs::exists(project.out())) << "a job ran: " << c.manifest.dump();
   }
-  Project none;
+  BuildProject none;
   RunResult r = kiln_cli({"build", none.path("nonexistent.json").string()});
   EXPECT_EQ(r.exit_code, 2) << r.error_output;
   EXPECT_NE(r.error_output.find("nonexistent.json"), std::string::npos) << r.error_output;
 }
 
 TEST(BuildCli, ASecondRunIsCachedAndAChangeRebuildsExactlyItsJobs) {
-  Project project;
+  BuildProject project;
   project.write("a.c", "int a(void) { return 1; }\n");
   project.write("b.c", "#include \"b.h\"\nint b(void) { return B; }\n");
   project.write("b.h", "#define B 2\n");
@@ -343,7 +300,7 @@ TEST(BuildCli, ASecondRunIsCachedAndAChangeRebuildsExactlyItsJobs) {
   // The header b.c includes changed: b and lib are rebuilt, nothing else.
   project.write("b.h", "#define B 20\n");
   ASSERT_EQ(project.build().exit_code, 0);
-  std::map<std::string, json> third = jobs_by_name(project.result());
+  std::map<std::string, json> third = project.jobs();
   EXPECT_EQ(third["a"]["status"], "cached");
   EXPECT_EQ(third["b"]["status"], "done");
   EXPECT_EQ(third["lib"]["status"], "done");
@@ -352,9 +309,7 @@ TEST(BuildCli, ASecondRunIsCachedAndAChangeRebuildsExactlyItsJobs) {
   // Two builds of the same manifest into the same output and cache at once both succeed.
   project.write("c.c", "int c(void) { return 30; }\n");
   auto other = std::async(std::launch::async, [&] { return project.build({"-j2"}); });
-  RunResult mine = kiln_cli(
-      {"build", project.path("kiln.json").string(), "--out", project.out().string(), "-j2"},
-      project.env());
+  RunResult mine = project.build_with({.args = {"-j2"}, .report = ""});
   RunResult theirs = other.get();
   EXPECT_EQ(mine.exit_code, 0) << mine.output << mine.error_output;
   EXPECT_EQ(theirs.exit_code, 0) << theirs.output << theirs.error_output;
@@ -364,14 +319,14 @@ TEST(BuildCli, ASecondRunIsCachedAndAChangeRebuildsExactlyItsJobs) {
 TEST(BuildCli, DistccLauncherSendsTheCompilesToTheDaemon) {
   testing::DistccDaemon daemon;
   if (!daemon.available()) GTEST_SKIP() << daemon.why();
-  Project project;
+  BuildProject project;
   project.manifest(
       {{"defaults", {{"cc", "gcc"}}},
        {"jobs",
         {c_job("x", "int x(void) { return 1; }"), c_job("y", "int y(void) { return 2; }")}}});
   RunResult r = project.build({"--launcher", "distcc", "--no-cache"}, daemon.client_env());
   EXPECT_EQ(r.exit_code, 0) << r.output << r.error_output;
-  for (const auto& [name, job] : jobs_by_name(project.result())) {
+  for (const auto& [name, job] : project.jobs()) {
     EXPECT_EQ(job["status"], "done") << job.dump();
     ASSERT_FALSE(job["command"].empty());
     EXPECT_NE(job["command"][0].get<std::string>().find("distcc gcc"), std::string::npos)
@@ -386,47 +341,9 @@ TEST(BuildCli, DistccLauncherSendsTheCompilesToTheDaemon) {
   EXPECT_EQ(daemon.wait_for_log("COMPILE_OK", 2), 2u) << daemon.log();
 }
 
-// Starts kiln with stdout on `stdout_fd` (and stderr too), returns its pid.
-pid_t spawn_kiln(const std::vector<std::string>& args, int stdout_fd,
-                 const std::map<std::string, std::optional<std::string>>& env) {
-  std::vector<std::string> argv{KILN_BINARY};
-  argv.insert(argv.end(), args.begin(), args.end());
-  std::vector<char*> c_argv;
-  for (std::string& a : argv) c_argv.push_back(a.data());
-  c_argv.push_back(nullptr);
-  std::vector<std::string> environment;
-  for (char** e = environ; *e != nullptr; ++e) {
-    std::string entry = *e;
-    std::string name = entry.substr(0, entry.find('='));
-    if (!env.contains(name)) environment.push_back(entry);
-  }
-  for (const auto& [name, value] : env) {
-    if (value) environment.push_back(name + "=" + *value);
-  }
-  std::vector<char*> c_env;
-  for (std::string& e : environment) c_env.push_back(e.data());
-  c_env.push_back(nullptr);
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_adddup2(&actions, stdout_fd, 1);
-  posix_spawn_file_actions_adddup2(&actions, stdout_fd, 2);
-  pid_t pid = -1;
-  int rc = posix_spawn(&pid, argv[0].c_str(), &actions, nullptr, c_argv.data(), c_env.data());
-  posix_spawn_file_actions_destroy(&actions);
-  EXPECT_EQ(rc, 0);
-  return pid;
-}
-
-int wait_exit(pid_t pid) {
-  int status = 0;
-  while (::waitpid(pid, &status, 0) == -1 && errno == EINTR) {
-  }
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-}
-
 // What kiln prints on a pseudo-terminal 40 columns wide, with TERM set to `term`.
-std::string on_a_terminal(const std::vector<std::string>& args, const std::string& term,
-                          std::map<std::string, std::optional<std::string>> env, int& exit_code) {
+std::string on_a_terminal(const BuildProject& project, testing::BuildOptions options,
+                          const std::string& term, int& exit_code) {
   int master = -1;
   int slave = -1;
   winsize size{};
@@ -436,8 +353,8 @@ std::string on_a_terminal(const std::vector<std::string>& args, const std::strin
     ADD_FAILURE() << "openpty failed";
     return {};
   }
-  env["TERM"] = term;
-  pid_t pid = spawn_kiln(args, slave, env);
+  options.env["TERM"] = term;
+  pid_t pid = project.start(options, slave, slave);
   ::close(slave);
   std::string screen;
   char buffer[4096];
@@ -457,7 +374,7 @@ std::string on_a_terminal(const std::vector<std::string>& args, const std::strin
 }
 
 TEST(BuildCli, ProgressRewritesOneLineOnATerminalAndPrintsLinesOtherwise) {
-  Project project;
+  BuildProject project;
   json jobs = json::array();
   for (int i = 0; i < 6; ++i) {
     jobs.push_back(c_job(fmt::format("kernel_with_a_long_name_{}", i),
@@ -465,10 +382,9 @@ TEST(BuildCli, ProgressRewritesOneLineOnATerminalAndPrintsLinesOtherwise) {
   }
   project.manifest({{"jobs", jobs}});
 
-  std::vector<std::string> args = {"build", project.path("kiln.json").string(), "--out",
-                                   project.out().string(), "--no-cache"};
+  testing::BuildOptions options{.args = {"--no-cache"}, .report = ""};
   int exit_code = -1;
-  std::string screen = on_a_terminal(args, "xterm", project.env(), exit_code);
+  std::string screen = on_a_terminal(project, options, "xterm", exit_code);
   EXPECT_EQ(exit_code, 0) << screen;
   EXPECT_NE(screen.find('\r'), std::string::npos) << screen;
   EXPECT_NE(screen.find("\x1b[K"), std::string::npos) << screen;
@@ -488,7 +404,7 @@ TEST(BuildCli, ProgressRewritesOneLineOnATerminalAndPrintsLinesOtherwise) {
   }
 
   // A terminal that cannot move the cursor (TERM=dumb): one plain line per job.
-  std::string dumb = on_a_terminal(args, "dumb", project.env(), exit_code);
+  std::string dumb = on_a_terminal(project, options, "dumb", exit_code);
   EXPECT_EQ(exit_code, 0) << dumb;
   EXPECT_EQ(testing::count_occurrences(dumb, "] done shared kernel_with_a_long_name_"), 6u) << dumb;
   EXPECT_EQ(dumb.find("\x1b["), std::string::npos) << dumb;
@@ -503,7 +419,7 @@ TEST(BuildCli, ProgressRewritesOneLineOnATerminalAndPrintsLinesOtherwise) {
 }
 
 TEST(BuildCli, TraceAndJsonDescribeWhatRan) {
-  Project project;
+  BuildProject project;
   project.manifest({{"jobs",
                      {c_job("one", "int one(void) { return 1; }"),
                       c_job("two", "int two(void) { return 2; }"),
@@ -546,7 +462,7 @@ TEST(BuildCli, TraceAndJsonDescribeWhatRan) {
 }
 
 TEST(BuildCli, CtrlCKillsEveryJobAndLeavesNoPartialOutput) {
-  Project project;
+  BuildProject project;
   std::string marker = fmt::format("{}", 800000 + ::getpid() % 99999);
   // Slow only when compiling: a compiler slow to answer --version is another test's subject.
   project.write(
@@ -562,10 +478,7 @@ TEST(BuildCli, CtrlCKillsEveryJobAndLeavesNoPartialOutput) {
   }
   project.manifest({{"jobs", jobs}});
   int devnull = ::open("/dev/null", O_WRONLY | O_CLOEXEC);
-  pid_t pid =
-      spawn_kiln({"build", project.path("kiln.json").string(), "--out", project.out().string(),
-                  "-j2", "--keep-going", "--json", project.path("result.json").string()},
-                 devnull, project.env());
+  pid_t pid = project.start({.args = {"-j2", "--keep-going"}}, devnull, devnull);
   ::close(devnull);
   auto deadline = std::chrono::steady_clock::now() + 30s;
   while (processes_with("sleep " + marker).size() < 2 &&
@@ -591,7 +504,7 @@ TEST(BuildCli, CtrlCKillsEveryJobAndLeavesNoPartialOutput) {
 
 // An executable job is linked as a program whatever its name: "tool.so" is not a library.
 TEST(BuildCli, AnExecutableJobIsAProgramWhateverItsName) {
-  Project project;
+  BuildProject project;
   project.write("main.c", "#include <stdio.h>\nint main(void) { puts(\"ran\"); return 0; }\n");
   project.manifest(
       {{"jobs", {{{"name", "tool.so"}, {"kind", "executable"}, {"sources", {"main.c"}}}}}});
@@ -609,7 +522,7 @@ TEST(BuildCli, ACrossJobWithoutItsTargetLibcNamesThePackage) {
   if (fs::exists("/usr/arm-linux-gnueabihf/lib/crti.o")) {
     GTEST_SKIP() << "libc6-dev-armhf-cross is installed: no target without its libc to try";
   }
-  Project project;
+  BuildProject project;
   project.write("main.c", "int main(void) { return 0; }\n");
   project.manifest({{"jobs",
                      {{{"name", "m_armhf"},
@@ -619,7 +532,7 @@ TEST(BuildCli, ACrossJobWithoutItsTargetLibcNamesThePackage) {
                        {"options", {"--target=armv7-linux-gnueabihf", "-fuse-ld=lld"}}}}}});
   RunResult r = project.build({"--no-cache"});
   EXPECT_EQ(r.exit_code, 1) << r.output;
-  std::string log = jobs_by_name(project.result())["m_armhf"]["log"];
+  std::string log = project.jobs()["m_armhf"]["log"];
   EXPECT_NE(log.find("crti.o"), std::string::npos) << log;
   EXPECT_NE(log.find("the C library for armv7-linux-gnueabihf (its headers, crt1.o, crti.o, libc) "
                      "is not installed: on Debian, `apt-get install libc6-dev-armhf-cross`\n"),

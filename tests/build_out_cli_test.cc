@@ -12,6 +12,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "build_project.h"
 #include "cli_support.h"
 #include "kiln/temp_directory.h"
 #include "testing/test_support.h"
@@ -24,33 +25,11 @@ using nlohmann::json;
 using testing::kiln_cli;
 using testing::read_file;
 
-// One C object job, its private cache, and an --out, in one temp directory.
-class OutProject {
+// One C object job, "a", its private cache, and an --out, in one temp directory.
+class OutProject : public testing::BuildProject {
  public:
-  OutProject() {
-    fs::create_directories(dir_ / "cache");
-    json manifest = {{"jobs",
-                      {{{"name", "a"},
-                        {"kind", "object"},
-                        {"code", "int a(void) { return 1; }\n"},
-                        {"language", "c"}}}}};
-    std::ofstream(dir_ / "kiln.json") << manifest.dump(2);
-  }
-  fs::path path(const std::string& name) const { return dir_ / name; }
-  fs::path out() const { return dir_ / "out"; }
-  RunResult build(std::vector<std::string> args = {}) const {
-    std::vector<std::string> argv{"build",  path("kiln.json").string(),  "--out", out().string(),
-                                  "--json", path("result.json").string()};
-    argv.insert(argv.end(), args.begin(), args.end());
-    return kiln_cli(
-        argv, {{"KILN_CACHE_DIR", (dir_ / "cache").string()}, {"KILN_NO_CACHE", std::nullopt}});
-  }
-  std::string status_of_a() const {
-    return json::parse(read_file(path("result.json")))["jobs"][0]["status"].get<std::string>();
-  }
-
- private:
-  TempDirectory dir_;
+  OutProject() { manifest({{"jobs", {testing::c_job("a", "int a(void) { return 1; }\n")}}}); }
+  std::string status_of_a() const { return result()["jobs"][0]["status"].get<std::string>(); }
 };
 
 TEST(BuildOutCli, AnOutOthersCanWriteIsRefusedUnlessAllowed) {

@@ -13,11 +13,11 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "build_project.h"
 #include "kiln/paths.h"
 #include "kiln/process.h"
 #include "kiln/temp_directory.h"
 #include "testing/background_process.h"
-#include "testing/test_support.h"
 
 namespace kiln {
 namespace {
@@ -47,15 +47,14 @@ bool eventually(Done done, std::chrono::seconds limit = 60s) {
 class SccacheProject {
  public:
   SccacheProject(fs::path bin_dir, fs::path tmpdir) : bin_dir_(std::move(bin_dir)) {
-    tmpdir_ = tmpdir.empty() ? dir_ / "tmp" : std::move(tmpdir);
+    tmpdir_ = tmpdir.empty() ? path("tmp") : std::move(tmpdir);
     fs::create_directories(tmpdir_);
-    fs::create_directories(dir_ / "cache");
-    std::ofstream(dir_ / "sccache.conf")
-        << fmt::format("[cache.disk]\ndir = \"{}\"\n", (dir_ / "sccache-cache").string());
+    project_.write("sccache.conf",
+                   fmt::format("[cache.disk]\ndir = \"{}\"\n", path("sccache-cache").string()));
   }
 
   const fs::path& tmpdir() const { return tmpdir_; }
-  fs::path path(const std::string& name) const { return dir_ / name; }
+  fs::path path(const std::string& name) const { return project_.path(name); }
 
   // A manifest `name`.json of one C object; `gate`: its compiler (asked anything but --version,
   // which kiln asks for the cache key) waits for the file gate + ".go" after making gate +
@@ -63,49 +62,19 @@ class SccacheProject {
   // `timeout`: the job's, when given.
   fs::path manifest(const std::string& name, const std::string& gate = "",
                     std::optional<double> timeout = std::nullopt) const {
-    json job = {{"name", name},
-                {"kind", "object"},
-                {"language", "c"},
-                {"code", fmt::format("int {}(void) {{ return 7; }}", name)}};
+    json job = testing::c_job(name, fmt::format("int {}(void) {{ return 7; }}", name));
     if (timeout) job["timeout"] = *timeout;
-    if (!gate.empty()) {
-      fs::path cc = dir_ / (gate + "-cc");
-      std::ofstream(cc) << fmt::format(
-          "#!/bin/sh\n[ \"$1\" = --version ] && exec gcc \"$@\"\n: > '{0}.started'\ni=0\n"
-          "while [ ! -e '{0}.go' ] && [ $i -lt 1200 ]; do sleep 0.1; i=$((i+1)); done\n"
-          "exec gcc \"$@\"\n",
-          (dir_ / gate).string());
-      fs::permissions(cc, fs::perms::owner_all);
-      job["cc"] = cc.string();
-    }
-    fs::path file = dir_ / (name + ".json");
-    std::ofstream(file) << json{{"jobs", {job}}}.dump(2);
-    return file;
+    if (!gate.empty()) job["cc"] = project_.gated_compiler(gate).string();
+    return project_.manifest({{"jobs", {job}}}, name + ".json");
   }
 
   std::vector<std::string> build_args(const std::string& name) const {
-    return {KILN_BINARY,
-            "build",
-            path(name + ".json").string(),
-            "--out",
-            path("out-" + name).string(),
-            "--json",
-            path(name + "-result.json").string(),
-            "--launcher",
-            "sccache"};
+    return project_.argv(options(name));
   }
-  Environment env() const {
-    return {{"TMPDIR", tmpdir_.string()},
-            {"PATH", bin_dir_.string() + ":" + internal_path()},
-            {"SCCACHE_CONF", path("sccache.conf").string()},
-            {"KILN_CACHE_DIR", path("cache").string()},
-            {"KILN_NO_CACHE", "1"}};
-  }
-  RunResult build(const std::string& name) const {
-    return run({.argv = build_args(name), .env = env(), .merge_stderr = false, .timeout = 120s});
-  }
+  Environment env() const { return project_.env(changes()); }
+  RunResult build(const std::string& name) const { return project_.build_with(options(name)); }
   json job_result(const std::string& name) const {
-    return json::parse(testing::read_file(path(name + "-result.json")))["jobs"][0];
+    return project_.result(name + "-result.json")["jobs"][0];
   }
   // What TMPDIR holds now.
   std::set<std::string> tmp_entries() const {
@@ -117,12 +86,28 @@ class SccacheProject {
   }
 
  private:
+  // A build's environment changes: TMPDIR, the sccache config, bin_dir first in PATH, and
+  // KILN_NO_CACHE=1.
+  Environment changes() const {
+    return {{"TMPDIR", tmpdir_.string()},
+            {"PATH", bin_dir_.string() + ":" + internal_path()},
+            {"SCCACHE_CONF", path("sccache.conf").string()},
+            {"KILN_NO_CACHE", "1"}};
+  }
+  // kiln build of `name`.json into out-`name`, its report `name`-result.json, through sccache.
+  testing::BuildOptions options(const std::string& name) const {
+    return {.args = {"--launcher", "sccache"},
+            .env = changes(),
+            .manifest = name + ".json",
+            .out = fmt::format("out-{}", name),
+            .report = name + "-result.json"};
+  }
   static std::string internal_path() {
     const char* path = std::getenv("PATH");  // NOLINT(concurrency-mt-unsafe): tests set no env
     return path != nullptr ? path : "/usr/bin:/bin";
   }
 
-  TempDirectory dir_;
+  testing::BuildProject project_;
   fs::path bin_dir_;
   fs::path tmpdir_;
 };

@@ -13,12 +13,10 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "cli_support.h"
+#include "build_project.h"
 #include "kiln/cuda.h"
 #include "kiln/elf.h"
-#include "kiln/temp_directory.h"
 #include "testing/cuda_kernel.h"
-#include "testing/test_support.h"
 
 namespace kiln {
 namespace {
@@ -41,24 +39,13 @@ std::optional<std::string> nvrtc_missing() {
 }
 
 // A copy of kiln, a gated compiler and a manifest of NVRTC jobs that wait for the gated one.
-class UpgradedProject {
+class UpgradedProject : public testing::BuildProject {
  public:
   UpgradedProject() {
-    fs::create_directories(dir_ / "cache");
-    fs::create_directories(dir_ / "bin");
+    fs::create_directories(path("bin"));
     fs::copy_file(KILN_BINARY, kiln());
-    // gcc, but a compile first says it started and waits (at most 120 s) for the file "go".
-    std::ofstream(dir_ / "gate-cc") << fmt::format(
-        "#!/bin/sh\ncase \"$1\" in --version) exec gcc --version;; esac\n: > '{0}/started'\n"
-        "i=0\nwhile [ ! -e '{0}/go' ] && [ $i -lt 1200 ]; do sleep 0.1; i=$((i+1)); done\n"
-        "exec gcc \"$@\"\n",
-        dir_.path().string());
-    fs::permissions(dir_ / "gate-cc", fs::perms::owner_all);
-    json jobs = json::array({{{"name", "gate"},
-                              {"kind", "object"},
-                              {"language", "c"},
-                              {"code", "int gate(void) { return 1; }"},
-                              {"cc", (dir_ / "gate-cc").string()}}});
+    json jobs = json::array({testing::c_job("gate", "int gate(void) { return 1; }")});
+    jobs[0]["cc"] = gated_compiler("gate").string();  // holds the build until the file gate.go
     for (int i = 0; i < kKernels; ++i) {
       jobs.push_back(
           {{"name", fmt::format("k{}", i)},
@@ -69,47 +56,29 @@ class UpgradedProject {
            {"backend", "nvrtc"},
            {"deps", {"gate"}}});
     }
-    std::ofstream(dir_ / "kiln.json") << json{{"jobs", jobs}}.dump(2);
+    manifest({{"jobs", jobs}});
   }
 
-  fs::path kiln() const { return dir_ / "bin" / "kiln"; }
+  fs::path kiln() const { return path("bin") / "kiln"; }
 
   // Starts `kiln build -j2` from the copy; once the gated compile runs, calls `meanwhile` and
   // lets the build go on. Returns the build's result.
-  RunResult build_while(const std::function<void()>& meanwhile,
-                        std::map<std::string, std::optional<std::string>> env) {
-    env["KILN_CACHE_DIR"] = (dir_ / "cache").string();
-    env["KILN_NO_CACHE"] = std::nullopt;
+  RunResult build_while(const std::function<void()>& meanwhile, testing::Environment env) {
     env["KILN_SERVER_IDLE"] = "20";
     std::future<RunResult> build = std::async(std::launch::async, [&] {
-      return run(
-          {.argv = {kiln().string(), "build", (dir_ / "kiln.json").string(), "--out",
-                    (dir_ / "out").string(), "--json", (dir_ / "result.json").string(), "-j2"},
-           .env = env,
-           .merge_stderr = false,
-           .timeout = 180s});
+      return build_with({.args = {"-j2"}, .env = env, .kiln = kiln(), .timeout = 180s});
     });
     auto deadline = std::chrono::steady_clock::now() + 120s;
-    while (!fs::exists(dir_ / "started") && std::chrono::steady_clock::now() < deadline &&
+    while (!fs::exists(path("gate.started")) && std::chrono::steady_clock::now() < deadline &&
            build.wait_for(50ms) != std::future_status::ready) {
     }
-    bool started = fs::exists(dir_ / "started");
+    bool started = fs::exists(path("gate.started"));
     if (started) meanwhile();
-    std::ofstream(dir_ / "go").flush();
+    std::ofstream(path("gate.go")).flush();
     RunResult result = build.get();
     EXPECT_TRUE(started) << "the gated compile never ran: " << result.output << result.error_output;
     return result;
   }
-
-  std::map<std::string, json> jobs() const {
-    json result = json::parse(testing::read_file(dir_ / "result.json"));
-    std::map<std::string, json> by_name;
-    for (const json& job : result["jobs"]) by_name[job["name"].get<std::string>()] = job;
-    return by_name;
-  }
-
- private:
-  TempDirectory dir_;
 };
 
 void expect_every_kernel_made(const UpgradedProject& project, const RunResult& r) {

@@ -36,12 +36,12 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "build_project.h"
 #include "cluster_support.h"
 #include "kiln/elf.h"
 #include "kiln/machine.h"
 #include "kiln/paths.h"
 #include "kiln/process.h"
-#include "kiln/temp_directory.h"
 #include "testing/namespace_network.h"
 #include "testing/sccache_cluster.h"
 #include "testing/test_support.h"
@@ -63,11 +63,9 @@ using Environment = std::map<std::string, std::optional<std::string>>;
 // build compiles the same paths and sccache's hashes (of preprocessed text naming them) repeat.
 class DistProject {
  public:
-  DistProject() { fs::create_directories(dir_ / "cache"); }
-
   void add(const std::string& name, const std::string& file, const std::string& text,
            json extra = json::object()) {
-    std::ofstream(dir_ / file) << text;
+    project_.write(file, text);
     extra["name"] = name;
     if (!extra.contains("kind")) extra["kind"] = "object";
     extra["sources"] = {file};
@@ -78,27 +76,26 @@ class DistProject {
   void write_manifest(std::optional<int> timeout_s = std::nullopt) {
     json defaults = json::object();
     if (timeout_s) defaults["timeout"] = *timeout_s;
-    std::ofstream(dir_ / "kiln.json") << json{{"defaults", defaults}, {"jobs", jobs_}}.dump(2);
+    project_.manifest({{"defaults", defaults}, {"jobs", jobs_}});
   }
 
-  // kiln build, run with `prefix` (a namespace's exec prefix, or none) and `env`.
+  // kiln build into `out` (its report `out`.json), run with `prefix` (a namespace's exec prefix,
+  // or none) and `env`.
   RunResult build(const std::string& out, std::vector<std::string> args, Environment env,
                   std::vector<std::string> prefix = {}, std::chrono::seconds timeout = 900s) const {
-    std::vector<std::string> argv = std::move(prefix);
-    argv.insert(argv.end(), {KILN_BINARY, "build", (dir_ / "kiln.json").string(), "--out",
-                             (dir_ / out).string(), "--json", (dir_ / (out + ".json")).string()});
-    argv.insert(argv.end(), args.begin(), args.end());
-    env.insert({{"KILN_CACHE_DIR", (dir_ / "cache").string()}, {"KILN_NO_CACHE", std::nullopt}});
-    return run({.argv = argv, .env = env, .merge_stderr = false, .timeout = timeout});
+    return project_.build_with({.args = std::move(args),
+                                .env = std::move(env),
+                                .out = out,
+                                .report = out + ".json",
+                                .prefix = std::move(prefix),
+                                .timeout = timeout});
   }
-  json result(const std::string& out) const {
-    return json::parse(read_file(dir_ / (out + ".json")));
-  }
-  fs::path path(const std::string& name) const { return dir_ / name; }
+  json result(const std::string& out) const { return project_.result(out + ".json"); }
+  fs::path path(const std::string& name) const { return project_.path(name); }
   size_t jobs() const { return jobs_.size(); }
 
  private:
-  TempDirectory dir_;
+  testing::BuildProject project_;
   json jobs_ = json::array();
 };
 
@@ -128,16 +125,10 @@ void add_mixed_jobs(DistProject& project, bool cuda) {
   }
 }
 
-std::map<std::string, json> jobs_by_name(const json& result) {
-  std::map<std::string, json> jobs;
-  for (const json& job : result.at("jobs")) jobs[job.at("name").get<std::string>()] = job;
-  return jobs;
-}
-
 // Every job of `built` has the output of the same job in `reference`: objects byte for byte,
 // CUDA binaries by their SASS listing.
 void expect_same_outputs(const json& reference, const json& built) {
-  std::map<std::string, json> expected = jobs_by_name(reference);
+  std::map<std::string, json> expected = testing::jobs_by_name(reference);
   for (const json& job : built.at("jobs")) {
     std::string name = job.at("name");
     SCOPED_TRACE(name);

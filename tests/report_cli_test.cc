@@ -14,6 +14,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "build_project.h"
 #include "cli_support.h"
 #include "kiln/temp_directory.h"
 #include "testing/test_support.h"
@@ -23,44 +24,30 @@ namespace {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
+using testing::c_job;
 using testing::kiln_cli;
 using testing::read_file;
 
 const std::string kReplacement = "\xEF\xBF\xBD";  // U+FFFD
 
-// A manifest of C jobs and a private cache in one temp directory.
+// A manifest of C jobs and a private cache in one temp directory; each build names its report.
 class ReportProject {
  public:
-  ReportProject() { fs::create_directories(dir_ / "cache"); }
-
-  void write(const std::string& name, const std::string& text, bool executable = false) {
-    std::ofstream(dir_ / name, std::ios::binary) << text;
-    if (executable) fs::permissions(dir_ / name, fs::perms::owner_all);
+  void write(const std::string& name, const std::string& text, bool executable = false) const {
+    project_.write(name, text, executable);
   }
-  void jobs(const std::vector<json>& jobs) {
-    write("kiln.json", json{{"jobs", json(jobs)}}.dump(2));
-  }
-  fs::path path(const std::string& name) const { return dir_ / name; }
+  void jobs(const std::vector<json>& jobs) const { project_.manifest({{"jobs", jobs}}); }
+  fs::path path(const std::string& name) const { return project_.path(name); }
 
   // kiln build <manifest> --out <out> args..., run in the project's directory.
   RunResult build(std::vector<std::string> args, const std::string& out = "out") const {
-    std::vector<std::string> argv{KILN_BINARY, "build", path("kiln.json").string(), "--out",
-                                  path(out).string()};
-    argv.insert(argv.end(), args.begin(), args.end());
-    return run({.argv = argv,
-                .cwd = dir_.path(),
-                .env = {{"KILN_CACHE_DIR", path("cache").string()}},
-                .merge_stderr = false,
-                .timeout = std::chrono::seconds(120)});
+    return project_.build_with(
+        {.args = std::move(args), .out = out, .report = "", .in_project_directory = true});
   }
 
  private:
-  TempDirectory dir_;
+  testing::BuildProject project_;
 };
-
-json c_job(const std::string& name, const std::string& code) {
-  return {{"name", name}, {"kind", "object"}, {"code", code}, {"language", "c"}};
-}
 
 // A character device like /dev/null (1, 3) or /dev/full (1, 7) of the test's own, so that a
 // regression replaces this one and not the machine's. Needs CAP_MKNOD; nullopt without it.
