@@ -34,12 +34,15 @@ TEST(Process, HeaderExampleRunsAndChecks) {
 
 TEST(Process, TimeoutKillsChildAndGrandchildThatIgnoresSigterm) {
   auto start = std::chrono::steady_clock::now();
-  RunResult r = run({.argv = child_argv("tree"), .timeout = 700ms});
+  // Long enough for both to start and say so under a sanitizer on a loaded machine (at 700 ms an
+  // AddressSanitizer child beside two builds had not yet started its grandchild).
+  constexpr auto kTimeout = 3s;
+  RunResult r = run({.argv = child_argv("tree"), .timeout = kTimeout});
   auto elapsed = std::chrono::steady_clock::now() - start;
   EXPECT_TRUE(r.timed_out);
   EXPECT_FALSE(r.ok());
   EXPECT_NE(r.signal, 0) << r.status_text();
-  EXPECT_LT(elapsed, 700ms + 1s);
+  EXPECT_LT(elapsed, kTimeout + 1s);
   EXPECT_NE(r.status_text().find("timed out"), std::string::npos);
 
   std::istringstream lines(r.output);
