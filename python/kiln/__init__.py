@@ -12,7 +12,7 @@ import sys as _sys
 __version__ = "0.1.0"
 
 
-def _extend_path(path, name):
+def _extend_path(path: list[str], name: str) -> list[str]:
     # A CMake build of this checkout puts the extension (kiln/_kiln*.so) and kiln/bin/kiln under
     # <build>/python/kiln/, beside no Python source: PYTHONPATH=python:<build>/python finds both
     # halves of the package (what pkgutil.extend_path does, without importing pkgutil).

@@ -17,15 +17,25 @@ has run, before the statement that imported tvm goes on:
 Nothing here imports TVM or kiln's extension before tvm is imported.
 """
 
+from __future__ import annotations
+
 import os
 import sys
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+    from importlib.abc import Loader
+    from importlib.machinery import ModuleSpec
+    from types import ModuleType
+    from typing import Any
 
 __all__ = ["VARIABLE", "arm", "armed", "autoload", "wanted"]
 
 VARIABLE = "KILN_TVM"
 
 
-def wanted(environ=None):
+def wanted(environ: Mapping[str, str] | None = None) -> bool:
     """Whether `environ` (os.environ by default) asks for kiln in TVM."""
     return (os.environ if environ is None else environ).get(VARIABLE) == "1"
 
@@ -33,28 +43,31 @@ def wanted(environ=None):
 class _InstallAfterTvm:
     """tvm's loader, which calls kiln.tvm.install() once tvm's module has executed."""
 
-    def __init__(self, loader):
+    def __init__(self, loader: Loader) -> None:
         self.loader = loader
 
-    def create_module(self, spec):
+    def create_module(self, spec: ModuleSpec) -> ModuleType | None:
         return self.loader.create_module(spec)
 
-    def exec_module(self, module):
+    def exec_module(self, module: ModuleType) -> None:
         # The module carries tvm's own loader, as it would have without the hook.
         module.__loader__ = self.loader
-        if getattr(module, "__spec__", None) is not None:
-            module.__spec__.loader = self.loader
+        spec = getattr(module, "__spec__", None)
+        if spec is not None:
+            spec.loader = self.loader
         self.loader.exec_module(module)
         _install()
 
-    def __getattr__(self, name):
+    def __getattr__(self, name: str) -> Any:
         return getattr(self.loader, name)
 
 
 class TvmImportHook:
     """The finder arm() adds: on the first import of tvm it steps aside and wraps tvm's loader."""
 
-    def find_spec(self, name, path=None, target=None):
+    def find_spec(
+        self, name: str, path: Sequence[str] | None = None, target: ModuleType | None = None
+    ) -> ModuleSpec | None:
         if name != "tvm":
             return None
         _disarm()
@@ -62,15 +75,16 @@ class TvmImportHook:
             find_spec = getattr(finder, "find_spec", None)
             if find_spec is None:
                 continue
-            spec = find_spec(name, path, target)
+            spec: ModuleSpec | None = find_spec(name, path, target)
             if spec is not None:
                 if spec.loader is not None and hasattr(spec.loader, "exec_module"):
-                    spec.loader = _InstallAfterTvm(spec.loader)
+                    # A loader by duck typing: it forwards everything else to tvm's.
+                    spec.loader = _InstallAfterTvm(spec.loader)  # type: ignore[assignment]
                 return spec
         return None
 
 
-def _install():
+def _install() -> None:
     """kiln.tvm.install(), or a warning that says why it could not be: an import of tvm never
     fails because of kiln."""
     try:
@@ -83,16 +97,16 @@ def _install():
               file=sys.stderr)
 
 
-def armed():
+def armed() -> bool:
     """Whether arm()'s finder waits for tvm."""
     return any(isinstance(finder, TvmImportHook) for finder in sys.meta_path)
 
 
-def _disarm():
+def _disarm() -> None:
     sys.meta_path[:] = [f for f in sys.meta_path if not isinstance(f, TvmImportHook)]
 
 
-def arm():
+def arm() -> None:
     """Install kiln into TVM when this process imports tvm (at once, when it already has)."""
     if "tvm" in sys.modules:
         _install()
@@ -100,7 +114,7 @@ def arm():
         sys.meta_path.insert(0, TvmImportHook())
 
 
-def autoload():
+def autoload() -> None:
     """TVM's ``tvm.backends`` entry point: install kiln when the environment asks for it."""
     if wanted():
         _install()

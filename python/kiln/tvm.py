@@ -28,12 +28,22 @@ uninstall() gives TVM back its own functions here and removes KILN_TVM from the 
 processes started afterwards keep TVM's; processes already started keep what they have.
 """
 
+from __future__ import annotations
+
 import importlib
 import os
 import sys
 import threading
 
 from ._tvm_hook import VARIABLE
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterator
+    from types import ModuleType
+    from typing import Any
+
+    from tvm_ffi import Function  # type: ignore[import-not-found,unused-ignore]
 
 __all__ = ["install", "installed", "original", "uninstall"]
 
@@ -66,24 +76,24 @@ TEMPLATE_COMPANIONS = {
 
 _lock = threading.Lock()
 # (tvm module, name) -> TVM's attribute, while installed.
-_attributes = {}
+_attributes: dict[tuple[str, str], Any] = {}
 # global name -> TVM's function (None: there was none), while installed.
-_globals = {}
+_globals: dict[str, Function | None] = {}
 # (loaded tvm.* module name, name) -> TVM's object, for modules that had copied it, while installed.
-_copies = {}
+_copies: dict[tuple[str, str], object] = {}
 
 
-def _tvm_module(module):
+def _tvm_module(module: str) -> ModuleType:
     """tvm.support.<module>, or tvm.support itself for module ""."""
     return importlib.import_module("tvm.support" + (f".{module}" if module else ""))
 
 
-def installed():
+def installed() -> bool:
     """Whether install() is in effect."""
     return bool(_attributes or _globals)
 
 
-def _replace_copies(replaced):
+def _replace_copies(replaced: list[tuple[object, object]]) -> None:
     """In every loaded tvm.* module, point names bound to a replaced TVM object at kiln's."""
     by_id = {id(tvm_object): kiln_object for tvm_object, kiln_object in replaced}
     for module_name, module in list(sys.modules.items()):
@@ -96,7 +106,7 @@ def _replace_copies(replaced):
                 setattr(module, name, kiln_object)
 
 
-def original(module, name):
+def original(module: str, name: str) -> Any:
     """TVM's own tvm.support.<module>.<name> (module "": tvm.support.<name>), installed or not;
     None when TVM or it is absent."""
     if (module, name) in _attributes:
@@ -108,7 +118,7 @@ def original(module, name):
     return getattr(tvm_module, name, None)
 
 
-def _replacements(module):
+def _replacements(module: str) -> Iterator[tuple[str, Callable[..., Any]]]:
     """(name, kiln object) for each function or class kiln.support.<module> defines."""
     try:
         kiln_module = importlib.import_module(f"kiln.support.{module}")
@@ -121,14 +131,15 @@ def _replacements(module):
             yield name, value
 
 
-def install():
+def install() -> None:
     """Make TVM use kiln's tvm.support functions and global callbacks (idempotent)."""
-    import tvm_ffi  # pylint: disable=import-outside-toplevel
+    # pylint: disable-next=import-outside-toplevel
+    import tvm_ffi  # type: ignore[import-not-found,unused-ignore]
 
     with _lock:
         if installed():
             return
-        replaced = []
+        replaced: list[tuple[object, object]] = []
         for module in MODULES:
             tvm_module = _tvm_module(module)
             for name, value in _replacements(module):
@@ -140,7 +151,7 @@ def install():
         from . import support  # pylint: disable=import-outside-toplevel
 
         _attributes[("", "describe")] = _tvm_module("").describe
-        _tvm_module("").describe = support.describe
+        setattr(_tvm_module(""), "describe", support.describe)
         os.environ[VARIABLE] = "1"  # what this process starts installs kiln too
         from .support import popen_pool  # pylint: disable=import-outside-toplevel
 
@@ -155,19 +166,20 @@ def install():
             tvm_ffi.register_global_func(global_name, function, override=True)
 
 
-def uninstall():
+def uninstall() -> None:
     """Give TVM back its own functions and callbacks (a no-op when not installed)."""
     with _lock:
         if not installed():
             return
-        import tvm_ffi  # pylint: disable=import-outside-toplevel
+        # pylint: disable-next=import-outside-toplevel
+        import tvm_ffi  # type: ignore[import-not-found,unused-ignore]
 
         for (module, name), value in _attributes.items():
             setattr(_tvm_module(module), name, value)
         for (module_name, name), value in _copies.items():
-            module = sys.modules.get(module_name)
-            if module is not None:
-                setattr(module, name, value)
+            loaded = sys.modules.get(module_name)
+            if loaded is not None:
+                setattr(loaded, name, value)
         for global_name, function in _globals.items():
             if function is None:
                 tvm_ffi.remove_global_func(global_name)

@@ -41,6 +41,18 @@ def same_error(call_tvm, call_kiln):
     return outcomes[1]
 
 
+@pytest.fixture(autouse=True, scope="session")
+def kiln_is_the_installed_one():
+    """With KILN_EXPECT_INSTALLED=1 (installed_wheel_tests.py), every test must be testing the
+    kiln installed from a wheel into site-packages, never this checkout's sources."""
+    if os.environ.get("KILN_EXPECT_INSTALLED") == "1":
+        import kiln  # pylint: disable=import-outside-toplevel
+
+        where = os.path.dirname(os.path.abspath(kiln.__file__))
+        assert os.sep + "site-packages" + os.sep in where + os.sep, f"kiln imported from {where}"
+        assert all("site-packages" in entry for entry in kiln.__path__), kiln.__path__
+
+
 @pytest.fixture
 def workdir(tmp_path):
     """A fresh directory for one test's files."""

@@ -84,6 +84,13 @@ std::map<std::string, std::string> libinfo() {
       {"USE_ROCM", on_off(rocm_device_libs_found())},
       {"USE_SCCACHE", on_off(any_tool({"sccache"}))},
   };
+  // The rest of tvm.support 0.27's keys, so that code written against TVM's dictionary finds
+  // each of them: libraries and targets kiln drives no tool for (TVM_USE_<X> overrides them).
+  for (const char* key : {"USE_CLML", "USE_CUDNN", "USE_CUTLASS", "USE_HEXAGON", "USE_NCCL",
+                          "USE_NNAPI_CODEGEN", "USE_NNAPI_RUNTIME", "USE_NVSHMEM", "USE_NVTX",
+                          "USE_OPENCL", "USE_VULKAN"}) {
+    options.emplace(key, "OFF");
+  }
   apply_tvm_overrides(options);
   return options;
 }

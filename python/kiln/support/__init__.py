@@ -6,6 +6,14 @@ that importing kiln.support stays cheap.
 
 import importlib
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from types import ModuleType
+
+    # What __getattr__ loads on first use, as type checkers should see it.
+    from . import cc, clang, emcc, ndk, nvcc, popen_pool, rocm, tar, utils, xcode
+    from .libinfo import libinfo as libinfo  # as in tvm.support: the name is the function
+
 _MODULES = (
     "cc", "clang", "emcc", "libinfo", "ndk", "nvcc", "popen_pool", "rocm", "tar", "utils", "xcode",
 )
@@ -13,13 +21,13 @@ _MODULES = (
 __all__ = ["describe", *_MODULES]
 
 
-def __getattr__(name):
+def __getattr__(name: str) -> "ModuleType":  # (a string: nothing imported for it)
     if name in _MODULES:
         return importlib.import_module(f"{__name__}.{name}")
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-def describe():
+def describe() -> None:
     """Print out information about TVM (or kiln, without TVM) and the current Python environment."""
     from ._describe import describe as _describe  # pylint: disable=import-outside-toplevel
 

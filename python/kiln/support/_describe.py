@@ -1,5 +1,7 @@
 """describe(): tvm.support.describe()'s report, with kiln's facts when TVM is not loaded."""
 
+from __future__ import annotations
+
 import json
 import platform
 import sys
@@ -8,13 +10,13 @@ import textwrap
 from .libinfo import libinfo
 
 
-def describe():
+def describe() -> None:
     info = dict(sorted(libinfo().items()))
     tvm = sys.modules.get("tvm")
     print("Python Environment")
     sys_version = sys.version.replace("\n", " ")
-    uname = platform.uname()
-    uname = f"{uname.system} {uname.release} {uname.version} {uname.machine}"
+    machine = platform.uname()
+    uname = f"{machine.system} {machine.release} {machine.version} {machine.machine}"
     if tvm is not None:
         version = f"TVM version    = {tvm.__version__}"
     else:

@@ -7,10 +7,39 @@ accumulate across calls; its target triple is the named compiler's, not the host
 docstring says so.
 """
 
+from __future__ import annotations
+
 import os
 import sys
 
 from .._native import native as _native
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable, Mapping, Sequence
+    from typing import Protocol
+
+    from _typeshed import StrPath
+
+    class _CompileFunction(Protocol):
+        """What cross_compiler returns: ``fcompile(outputs, objects, options=None)``, with the
+        attributes export_library reads."""
+
+        output_format: str
+        get_target_triple: Callable[[], str | None] | None
+
+        def __call__(
+            self,
+            outputs: StrPath,
+            objects: StrPath | Iterable[StrPath],
+            options: Sequence[str] | None = None,
+        ) -> None: ...
+
+    class _CompileCallable(Protocol):
+        """A compile function cross_compiler wraps, as kiln calls it:
+        ``compile_func(output, objects, options=options)``."""
+
+        def __call__(self, output: str, objects: list[str], /, *, options: list[str]) -> object: ...
 
 __all__ = [
     "create_executable",
@@ -23,7 +52,7 @@ __all__ = [
 ]
 
 
-def _is_linux_like():
+def _is_linux_like() -> bool:
     return (
         sys.platform == "darwin"
         or sys.platform.startswith("linux")
@@ -31,11 +60,11 @@ def _is_linux_like():
     )
 
 
-def _is_windows_like():
+def _is_windows_like() -> bool:
     return sys.platform == "win32"
 
 
-def get_cc():
+def get_cc() -> str | None:
     """The default C/C++ compiler ($CXX, $CC, else g++, gcc, clang++, clang, c++, cc on PATH),
     or None."""
     if not _is_linux_like():
@@ -43,13 +72,21 @@ def get_cc():
     return _native.get_cc()
 
 
-def _paths(objects):
+def _paths(objects: StrPath | Iterable[StrPath]) -> list[str]:
     if isinstance(objects, str | os.PathLike):
         return [os.fspath(objects)]
     return [os.fspath(o) for o in objects]
 
 
-def _compile(native_fn, output, objects, options, cc, cwd, ccache_env):
+def _compile(
+    native_fn: Callable[[str, list[str], list[str], str, str, dict[str, str] | None], None],
+    output: StrPath,
+    objects: StrPath | Iterable[StrPath],
+    options: Sequence[str] | None,
+    cc: str | None,
+    cwd: StrPath | None,
+    ccache_env: Mapping[str, str] | None,
+) -> None:
     if not _is_linux_like():
         raise ValueError("Unsupported platform")
     native_fn(
@@ -62,7 +99,14 @@ def _compile(native_fn, output, objects, options, cc, cwd, ccache_env):
     )
 
 
-def create_shared(output, objects, options=None, cc=None, cwd=None, ccache_env=None):
+def create_shared(
+    output: StrPath,
+    objects: StrPath | Iterable[StrPath],
+    options: Sequence[str] | None = None,
+    cc: str | None = None,
+    cwd: StrPath | None = None,
+    ccache_env: Mapping[str, str] | None = None,
+) -> None:
     """Create a shared library: ``cc -shared -fPIC -o output options... objects...``.
 
     ccache_env: run through ccache with these environment variables (None: no ccache).
@@ -70,19 +114,28 @@ def create_shared(output, objects, options=None, cc=None, cwd=None, ccache_env=N
     _compile(_native.create_shared, output, objects, options, cc, cwd, ccache_env)
 
 
-def create_executable(output, objects, options=None, cc=None, cwd=None, ccache_env=None):
+def create_executable(
+    output: StrPath,
+    objects: StrPath | Iterable[StrPath],
+    options: Sequence[str] | None = None,
+    cc: str | None = None,
+    cwd: StrPath | None = None,
+    ccache_env: Mapping[str, str] | None = None,
+) -> None:
     """Create an executable (``-shared -fPIC`` for .so/.dylib outputs, ``-c`` for .obj)."""
     _compile(_native.create_executable, output, objects, options, cc, cwd, ccache_env)
 
 
-def create_staticlib(output, inputs, ar=None):
+def create_staticlib(
+    output: StrPath, inputs: StrPath | Iterable[StrPath], ar: str | None = None
+) -> None:
     """Create a static library with ``ar -crs``; .tar inputs are unpacked first."""
     if not _is_linux_like():
         raise ValueError("Unsupported platform")
     _native.create_staticlib(os.fspath(output), _paths(inputs), ar or "")
 
 
-def get_global_symbol_section_map(path, *, nm=None) -> dict[str, str]:
+def get_global_symbol_section_map(path: StrPath, *, nm: str | None = None) -> dict[str, str]:
     """Map each defined global symbol of `path` to its section letter (``nm -gU``)."""
     if nm is None and not _is_linux_like():
         raise ValueError("Unsupported platform")
@@ -92,7 +145,7 @@ def get_global_symbol_section_map(path, *, nm=None) -> dict[str, str]:
     return dict(_native.get_global_symbol_section_map(path, nm or ""))
 
 
-def get_target_by_dump_machine(compiler):
+def get_target_by_dump_machine(compiler: str | None) -> Callable[[], str | None]:
     """A function returning ``compiler -dumpmachine``'s target triple, or None when it fails.
 
     kiln strips the trailing newline that tvm.support returns (TVM strips it where it reads it),
@@ -100,9 +153,9 @@ def get_target_by_dump_machine(compiler):
     ``create_shared.get_target_triple()`` on every export, and a compiler's target does not
     change while the process runs.
     """
-    known = []
+    known: list[str | None] = []
 
-    def get_target_triple():
+    def get_target_triple() -> str | None:
         if not compiler:
             return None
         if not known:
@@ -112,13 +165,22 @@ def get_target_by_dump_machine(compiler):
     return get_target_triple
 
 
-create_shared.output_format = "so" if sys.platform != "win32" else "dll"
-create_shared.get_target_triple = get_target_by_dump_machine(os.environ.get("CXX", get_cc()))
+# Attributes of a function, which type checkers do not track (python/mypy#2087).
+create_shared.output_format = (  # type: ignore[attr-defined]
+    "so" if sys.platform != "win32" else "dll"
+)
+create_shared.get_target_triple = get_target_by_dump_machine(  # type: ignore[attr-defined]
+    os.environ.get("CXX", get_cc())
+)
 
 
 def cross_compiler(
-    compile_func, options=None, output_format=None, get_target_triple=None, add_files=None
-):
+    compile_func: str | _CompileCallable,
+    options: Sequence[str] | None = None,
+    output_format: str | None = None,
+    get_target_triple: Callable[[], str | None] | None = None,
+    add_files: Iterable[StrPath] | None = None,
+) -> _CompileFunction:
     """A compile function for export_library: `compile_func` specialized with options and files.
 
     compile_func is a compiler name (``"aarch64-linux-gnu-gcc"``: create_shared with that cc) or
@@ -147,9 +209,14 @@ def cross_compiler(
             extra,
         )
 
-    def _fcompile(outputs, objects, options=None):
+    def _fcompile(
+        outputs: StrPath,
+        objects: StrPath | Iterable[StrPath],
+        options: Sequence[str] | None = None,
+    ) -> None:
         native(os.fspath(outputs), _paths(objects), list(options or []))
 
-    _fcompile.output_format = native.output_format
-    _fcompile.get_target_triple = native.get_target_triple if native.has_target_triple else None
-    return _fcompile
+    fcompile: _CompileFunction = _fcompile  # type: ignore[assignment]  # gets its attributes here
+    fcompile.output_format = native.output_format
+    fcompile.get_target_triple = native.get_target_triple if native.has_target_triple else None
+    return fcompile

@@ -5,15 +5,23 @@ tvm.support.clang does), else the one kiln was built with. Importing this module
 TVM.
 """
 
+from __future__ import annotations
+
 import os
 
 from .._native import native as _native
 from ._toolchain_common import tvm_llvm_major
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Sequence
+
+    from _typeshed import StrPath
+
 __all__ = ["create_llvm", "find_clang"]
 
 
-def find_clang(required=True):
+def find_clang(required: bool = True) -> list[str]:
     """Every clang found: clang-<M>.0, clang-<M> (M: TVM's LLVM major), clang, clang.exe.
 
     Each name is looked up as tvm.support.utils.which does (itself, /bin, then PATH). With
@@ -23,7 +31,12 @@ def find_clang(required=True):
     return list(_native.clang_find_clang(bool(required), tvm_llvm_major()))
 
 
-def create_llvm(inputs, output=None, options=None, cc=None):
+def create_llvm(
+    inputs: str | Iterable[StrPath],
+    output: StrPath | None = None,
+    options: Sequence[str] | None = None,
+    cc: StrPath | None = None,
+) -> str:
     """LLVM text IR from C/C++: ``cc -S -emit-llvm options... -o output inputs...``.
 
     inputs: a file name or inline source, or a list of them (an input that is not a source path

@@ -6,6 +6,8 @@ The runtime libraries (wasm_runtime.bc, tvmjs_support.bc, webgpu_runtime.bc) are
 0.27: two levels above the tvm package, found without importing TVM when it is not loaded).
 """
 
+from __future__ import annotations
+
 import importlib.util
 import os
 import pathlib
@@ -13,10 +15,16 @@ import pathlib
 from .._native import native as _native
 from ._toolchain_common import tvm_loaded
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Sequence
+
+    from _typeshed import StrPath
+
 __all__ = ["create_tvmjs_wasm", "find_wasm_lib"]
 
 
-def _root():
+def _root() -> str:
     """Where web/dist is looked for: $TVM_HOME, else TVM's top directory, else "" (none)."""
     home = os.environ.get("TVM_HOME")
     if home:
@@ -29,14 +37,16 @@ def _root():
     return _tvm_top_directory[0]
 
 
-def _find_tvm_top_directory():
+def _find_tvm_top_directory() -> str:
     """TVM's libinfo._dev_top_directory(), <tvm package>/../.., without importing TVM when it is
     not loaded yet; "" when TVM is not installed."""
     if tvm_loaded():
         try:
-            from tvm import libinfo  # pylint: disable=import-outside-toplevel
+            # pylint: disable-next=import-outside-toplevel
+            from tvm import libinfo  # type: ignore[import-untyped,import-not-found,unused-ignore]
 
-            return os.fspath(libinfo._dev_top_directory())  # pylint: disable=protected-access
+            top: str = os.fspath(libinfo._dev_top_directory())  # pylint: disable=protected-access
+            return top
         except (ImportError, AttributeError):
             return ""
     try:
@@ -49,10 +59,10 @@ def _find_tvm_top_directory():
 
 
 # TVM's top directory, once found.
-_tvm_top_directory = []
+_tvm_top_directory: list[str] = []
 
 
-def find_wasm_lib(name, optional=False):
+def find_wasm_lib(name: str, optional: bool = False) -> list[str] | None:
     """The paths of the asset `name` (a .bc or .js file) under web/dist/wasm and web/dist.
 
     Returns a list; when nothing is found, None if `optional`, else RuntimeError naming the
@@ -62,7 +72,13 @@ def find_wasm_lib(name, optional=False):
     return None if found is None else list(found)
 
 
-def create_tvmjs_wasm(output, objects, options=None, cc="emcc", libs=None):
+def create_tvmjs_wasm(
+    output: StrPath,
+    objects: StrPath | Iterable[StrPath],
+    options: Sequence[str] | None = None,
+    cc: str = "emcc",
+    libs: Sequence[StrPath] | None = None,
+) -> None:
     """Create a .wasm for tvmjs: ``emcc -O3 -std=c++17 --no-entry -s WASM_BIGINT=1 -s
     ERROR_ON_UNDEFINED_SYMBOLS=0 -s STANDALONE_WASM=1 -s ALLOW_MEMORY_GROWTH=1 -s
     TOTAL_MEMORY=160MB -o output`` then the runtime libraries (wasm_runtime.bc unless an object is
@@ -84,4 +100,5 @@ def create_tvmjs_wasm(output, objects, options=None, cc="emcc", libs=None):
     )
 
 
-create_tvmjs_wasm.object_format = "bc"
+# An attribute of a function, which type checkers do not track (python/mypy#2087).
+create_tvmjs_wasm.object_format = "bc"  # type: ignore[attr-defined]

@@ -1,9 +1,16 @@
 """Build information, as tvm.support.libinfo."""
 
+from __future__ import annotations
+
 import sys
+import types
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 
-def libinfo():
+def libinfo() -> dict[str, str]:
     """Returns a dictionary of compile-time info.
 
     With TVM loaded (``import tvm`` done), TVM's build options: through TVM's FFI
@@ -20,19 +27,20 @@ def libinfo():
     return native.libinfo()
 
 
-_TVM_SOURCE = []
+_TVM_SOURCE: list[Callable[[], dict[str, str]] | None] = []
 
 
-def _tvm_source():
+def _tvm_source() -> Callable[[], dict[str, str]] | None:
     """The function giving TVM's libinfo, looked up once (None: TVM offers none)."""
     if not _TVM_SOURCE:
         _TVM_SOURCE.append(_find_tvm_source())
     return _TVM_SOURCE[0]
 
 
-def _find_tvm_source():
+def _find_tvm_source() -> Callable[[], dict[str, str]] | None:
     try:
-        import tvm_ffi  # pylint: disable=import-outside-toplevel
+        # pylint: disable-next=import-outside-toplevel
+        import tvm_ffi  # type: ignore[import-not-found,unused-ignore]
 
         get_lib_info = tvm_ffi.get_global_func("support.GetLibInfo", allow_missing=True)
     except (ImportError, AttributeError):
@@ -41,4 +49,17 @@ def _find_tvm_source():
         return lambda: {str(k): str(v) for k, v in get_lib_info().items()}
     from .. import tvm as _kiln_tvm  # pylint: disable=import-outside-toplevel
 
-    return _kiln_tvm.original("libinfo", "libinfo")
+    tvm_libinfo: Callable[[], dict[str, str]] | None = _kiln_tvm.original("libinfo", "libinfo")
+    return tvm_libinfo
+
+
+class _CallableModule(types.ModuleType):
+    """In tvm.support 0.27 the name ``libinfo`` is the function (tvm/support/__init__.py imports
+    it over the submodule), so ``tvm.support.libinfo()`` is how TVM's users call it. This module
+    can be called the same way, and ``kiln.support.libinfo.libinfo()`` works too."""
+
+    def __call__(self) -> dict[str, str]:
+        return libinfo()
+
+
+sys.modules[__name__].__class__ = _CallableModule

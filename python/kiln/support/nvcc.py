@@ -16,6 +16,8 @@ bad argument ValueError, a toolkit part that cannot be found RuntimeError. What 
 Where kiln differs from 0.27 on purpose, the function's docstring says so.
 """
 
+from __future__ import annotations
+
 import os
 import platform
 import shlex
@@ -23,6 +25,21 @@ import sys
 import warnings
 
 from .._native import native as _native
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping, Sequence
+    from typing import Protocol, TypeVar
+
+    from _typeshed import StrPath
+
+    _T = TypeVar("_T")
+
+    class _Target(Protocol):
+        """What kiln reads of a tvm.target.Target: its attributes ("arch": "sm_80")."""
+
+        @property
+        def attrs(self) -> Mapping[str, object]: ...
 
 __all__ = [
     "callback_libdevice_path",
@@ -43,20 +60,21 @@ __all__ = [
     "tvm_callback_cuda_compile",
 ]
 
-def _current_target():
+def _current_target() -> _Target | None:
     """TVM's current target when TVM is already imported and a target scope is open, else None."""
     target_module = sys.modules.get("tvm.target")
     if target_module is None:
         return None
-    return target_module.Target.current(allow_none=True)
+    target: _Target | None = target_module.Target.current(allow_none=True)
+    return target
 
 
-def _digits(compute_version):
+def _digits(compute_version: str) -> str:
     """ "9.0.a" -> "90a": the arch suffix of sm_XY / compute_XY."""
     return compute_version.replace(".", "")
 
 
-def _not_found_as_runtime_error(call, *args):
+def _not_found_as_runtime_error(call: Callable[..., _T], *args: object) -> _T:
     """call(*args), a missing file or toolkit reported as RuntimeError (as tvm.support does)."""
     try:
         return call(*args)
@@ -64,7 +82,7 @@ def _not_found_as_runtime_error(call, *args):
         raise RuntimeError(error.strerror or str(error)) from None
 
 
-def _ptxas_option_flags():
+def _ptxas_option_flags() -> list[str]:
     """The flags kiln (and TVM) give ptxas: -v, --register-usage-level (TVM_CUDA_PTXAS_REG_LEVEL,
     default 10), --warn-on-local-memory-usage, then TVM_CUDA_PTXAS_EXTRA_OPTS split as a shell
     would."""
@@ -79,7 +97,7 @@ def _ptxas_option_flags():
     return flags
 
 
-def _option_list(options):
+def _option_list(options: str | list[str] | None) -> list[str]:
     """The options as a list of str (one str is one option; bytes are decoded)."""
     if options is None:
         return []
@@ -91,8 +109,13 @@ def _option_list(options):
 
 
 def compile_cuda(
-    code, target_format=None, arch=None, options=None, path_target=None, compiler="nvrtc"
-):
+    code: str,
+    target_format: str | None = None,
+    arch: str | Sequence[str] | None = None,
+    options: str | list[str] | None = None,
+    path_target: StrPath | None = None,
+    compiler: str = "nvrtc",
+) -> bytearray:
     """Compile CUDA source with NVRTC (default) or nvcc; the result as a bytearray.
 
     target_format: "ptx", "cubin" or "fatbin" (nvcc only); default cubin with NVRTC, ptx with
@@ -114,8 +137,13 @@ def compile_cuda(
 
 
 def _compile_cuda_nvcc(
-    code, target_format=None, arch=None, options=None, path_target=None, use_nvshmem=False
-):
+    code: str,
+    target_format: str | None = None,
+    arch: str | Sequence[str] | None = None,
+    options: str | list[str] | None = None,
+    path_target: StrPath | None = None,
+    use_nvshmem: bool = False,
+) -> bytearray:
     """compile_cuda with nvcc (use_nvshmem is read from the code itself)."""
     del use_nvshmem  # kiln's C++ side reads it from the code, as compile_cuda does
     if arch is None:
@@ -133,8 +161,13 @@ def _compile_cuda_nvcc(
 
 
 def _compile_cuda_nvrtc(
-    code, target_format=None, arch=None, options=None, path_target=None, use_nvshmem=False
-):
+    code: str,
+    target_format: str | None = None,
+    arch: str | Sequence[str] | None = None,
+    options: str | list[str] | None = None,
+    path_target: StrPath | None = None,
+    use_nvshmem: bool = False,
+) -> bytearray:
     """compile_cuda with NVRTC (use_nvshmem is read from the code itself)."""
     del use_nvshmem  # kiln's C++ side reads it from the code, as compile_cuda does
     options = _option_list(options)
@@ -146,7 +179,14 @@ def _compile_cuda_nvrtc(
         raise RuntimeError(error.strerror or str(error)) from None
 
 
-def _compile(code, target_format, arch, options, path_target, compiler):
+def _compile(
+    code: str,
+    target_format: str | None,
+    arch: str | Sequence[str],
+    options: list[str],
+    path_target: StrPath | None,
+    compiler: str,
+) -> bytearray:
     if isinstance(arch, list | tuple):
         arch = [str(word) for word in arch]
     result, cache_warning = _native.compile_cuda(
@@ -162,7 +202,7 @@ def _compile(code, target_format, arch, options, path_target, compiler):
     return result
 
 
-def _find_cuda_target_include(cuda_path):
+def _find_cuda_target_include(cuda_path: str) -> str | None:
     """The toolkit's targets/<triple>/include directory, or None (ARM64 servers: sbsa-linux)."""
     machine = platform.machine()
     system = platform.system().lower()
@@ -176,13 +216,13 @@ def _find_cuda_target_include(cuda_path):
     return None
 
 
-def find_cuda_path():
+def find_cuda_path() -> str:
     """The CUDA toolkit's root: $CUDA_PATH, else two levels above the real path of nvcc on PATH,
     else /usr/local/cuda when it has bin/nvcc; RuntimeError when none."""
     return _not_found_as_runtime_error(_native.find_cuda_path)
 
 
-def get_cuda_version(cuda_path=None):
+def get_cuda_version(cuda_path: StrPath | None = None) -> tuple[int, int, int]:
     """The toolkit's version as a tuple of ints, e.g. (13, 0, 88), from version.txt, Debian's
     lib/cuda/version.txt, version.json or ``nvcc --version``. cuda_path None: find_cuda_path().
 
@@ -202,7 +242,7 @@ def find_nvshmem_paths() -> tuple[str, str]:
     return _not_found_as_runtime_error(_native.find_nvshmem_paths)
 
 
-def tvm_callback_cuda_compile(code):
+def tvm_callback_cuda_compile(code: str) -> bytearray:
     """TVM's CUDA compile callback: TVM_CUDA_COMPILE_MODE (default "nvrtc", any case) picks NVRTC
     -> cubin or nvcc -> fatbin; the arch is TVM's current target's. ValueError for another mode."""
     compiler = os.environ.get("TVM_CUDA_COMPILE_MODE", "nvrtc").lower()
@@ -213,13 +253,13 @@ def tvm_callback_cuda_compile(code):
     raise ValueError(f"Invalid TVM_CUDA_COMPILE_MODE: {compiler}. Expected 'nvcc' or 'nvrtc'.")
 
 
-def find_libdevice_path(arch):
+def find_libdevice_path(arch: int) -> str:
     """The libdevice bitcode for compute capability `arch` (an int, e.g. 80); RuntimeError when
     there is none."""
     return _not_found_as_runtime_error(_native.find_libdevice_path, arch)
 
 
-def callback_libdevice_path(arch):
+def callback_libdevice_path(arch: int) -> str:
     """find_libdevice_path(arch), or "" with a warning ("Cannot find libdevice path: why") when
     there is none."""
     path, warning = _native.callback_libdevice_path(arch)
@@ -228,7 +268,7 @@ def callback_libdevice_path(arch):
     return path
 
 
-def get_target_compute_version(target=None):
+def get_target_compute_version(target: _Target | None = None) -> str:
     """The compute capability to compile for ("8.6", "9.0.a"): the arch of `target`, else of TVM's
     current target, else GPU 0's (".a" added from 9.0 on); ValueError when there is none.
 
@@ -241,7 +281,7 @@ def get_target_compute_version(target=None):
     return _native.get_target_compute_version("")  # GPU 0's, else ValueError saying why
 
 
-def parse_compute_version(compute_version):
+def parse_compute_version(compute_version: str) -> tuple[int, int]:
     """ "8.6" -> (8, 6); RuntimeError when it is not such a version."""
     try:
         return _native.parse_compute_version(compute_version)
@@ -249,24 +289,24 @@ def parse_compute_version(compute_version):
         raise RuntimeError(str(error)) from None
 
 
-def _has(feature, compute_version):
+def _has(feature: Callable[[str], bool], compute_version: str) -> bool:
     try:
         return feature(compute_version)
     except ValueError as error:
         raise RuntimeError(str(error)) from None
 
 
-def have_fp16(compute_version):
+def have_fp16(compute_version: str) -> bool:
     """Whether the compute capability has fp16 arithmetic (5.3, or 6.0 and later)."""
     return _has(_native.have_fp16, compute_version)
 
 
-def have_int8(compute_version):
+def have_int8(compute_version: str) -> bool:
     """Whether the compute capability has int8 dot products (6.0 and later)."""
     return _has(_native.have_int8, compute_version)
 
 
-def have_tensorcore(compute_version=None, target=None):
+def have_tensorcore(compute_version: str | None = None, target: _Target | None = None) -> bool:
     """Whether the compute capability has tensor cores (7.0 and later).
 
     compute_version None: GPU 0's, else `target`'s arch; without either, False with a warning.
@@ -286,21 +326,21 @@ def have_tensorcore(compute_version=None, target=None):
     return _has(_native.have_tensorcore, compute_version)
 
 
-def have_cudagraph():
+def have_cudagraph() -> bool:
     """Whether the CUDA toolkit supports CUDA graphs (10.0 and later); False without a toolkit."""
     return _native.have_cudagraph()
 
 
-def have_bf16(compute_version):
+def have_bf16(compute_version: str) -> bool:
     """Whether the compute capability has bf16 (8.0 and later)."""
     return _has(_native.have_bf16, compute_version)
 
 
-def have_fp8(compute_version):
+def have_fp8(compute_version: str) -> bool:
     """Whether the compute capability has fp8 (8.9, or 9.0 and later)."""
     return _has(_native.have_fp8, compute_version)
 
 
-def have_fp4(compute_version):
+def have_fp4(compute_version: str) -> bool:
     """Whether the compute capability has fp4 (exactly 10.0, as 0.27 says)."""
     return _has(_native.have_fp4, compute_version)

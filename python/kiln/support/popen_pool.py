@@ -33,6 +33,8 @@ pickled arguments or result may take up to MAX_MESSAGE_BYTES (256 MiB, less a li
 ones raise ValueError naming both sizes (tvm.support's limit is its 4-byte length, 2 GiB).
 """
 
+from __future__ import annotations
+
 import atexit
 import concurrent.futures
 import io
@@ -47,6 +49,19 @@ from enum import IntEnum
 
 from .._native import native
 from .popen_worker import MAX_MESSAGE_BYTES
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable, Iterator, Mapping
+    from typing import Any, Literal, ParamSpec, TypeVar
+
+    from _typeshed import FileDescriptorLike
+    from typing_extensions import Self
+
+    from .._kiln import PoolEnd, PoolExecutor, TemplateStats, WorkerOptions
+
+    _P = ParamSpec("_P")
+    _T = TypeVar("_T")
 
 __all__ = [
     "MAX_MESSAGE_BYTES",
@@ -70,7 +85,7 @@ _TEMPLATE_WAIT_S = 300.0
 _COMMAND = [sys.executable, *_WORKER]
 
 
-def kill_child_processes(pid):
+def kill_child_processes(pid: int) -> None:
     """Kill all child processes recursively for a given pid (not the process itself).
 
     Parameters
@@ -110,7 +125,9 @@ class MapResult(namedtuple("MapResult", ["status", "value"])):
 _picklers = threading.local()
 
 
-def _dumps(fn, args, kwargs):
+def _dumps(
+    fn: Callable[..., object], args: Iterable[object], kwargs: Mapping[str, object] | None
+) -> bytes:
     """The payload of the call fn(*args, **kwargs): the pickled (fn, args, kwargs).
 
     What plain pickle writes is what cloudpickle would when everything in the call is found by
@@ -131,7 +148,7 @@ def _dumps(fn, args, kwargs):
     return _cloudpickle_dumps(call)
 
 
-def _pickled_by_value():
+def _pickled_by_value() -> bool:
     """Whether cloudpickle has modules registered to be pickled by value (or may have: an
     unknown cloudpickle without the registry this reads counts as yes)."""
     module = sys.modules.get("cloudpickle.cloudpickle")
@@ -140,11 +157,12 @@ def _pickled_by_value():
     return bool(getattr(module, "_PICKLE_BY_VALUE_MODULES", True))
 
 
-def _cloudpickle_dumps(call):
+def _cloudpickle_dumps(call: object) -> bytes:
     """`call` pickled by this thread's cloudpickle Pickler."""
     state = getattr(_picklers, "state", None)
     if state is None:
-        import cloudpickle  # pylint: disable=import-outside-toplevel
+        # pylint: disable-next=import-outside-toplevel
+        import cloudpickle  # type: ignore[import-untyped,import-not-found,unused-ignore]
 
         buffer = io.BytesIO()
         pickler = cloudpickle.Pickler(buffer, protocol=pickle.HIGHEST_PROTOCOL)
@@ -152,7 +170,8 @@ def _cloudpickle_dumps(call):
     buffer, pickler = state
     try:
         pickler.dump(call)
-        return buffer.getvalue()
+        data: bytes = buffer.getvalue()
+        return data
     finally:  # each payload stands alone: nothing of this call stays in the pickler
         pickler.clear_memo()
         pickler.globals_ref = {}  # cloudpickle's per-dump table of function globals
@@ -160,7 +179,7 @@ def _cloudpickle_dumps(call):
         buffer.truncate()
 
 
-def _checked(payload, fn):
+def _checked(payload: bytes, fn: object) -> bytes:
     """`payload`, the pickled call of `fn`, once it is known to fit in one message."""
     if len(payload) > MAX_MESSAGE_BYTES:
         raise ValueError(
@@ -171,14 +190,19 @@ def _checked(payload, fn):
     return payload
 
 
-def _millis(timeout):
+def _millis(timeout: float | None) -> int | None:
     """A timeout in seconds (None: none) as whole milliseconds, rounded up."""
     if timeout is None:
         return None
     return max(0, math.ceil(float(timeout) * 1000))
 
 
-def _stream_fd(stream, name, stdout_fd, keep):
+def _stream_fd(
+    stream: FileDescriptorLike | None,
+    name: str,
+    stdout_fd: int | None,
+    keep: list[io.BufferedWriter],
+) -> int | None:
     """The descriptor a worker's stdout or stderr goes to, for subprocess-style `stream`."""
     if stream is None:
         return None
@@ -215,24 +239,25 @@ class _Template:
     """
 
     lock = threading.Lock()
-    wanted = []
-    seen = set(sys.builtin_module_names) | {"__main__", "__mp_main__", None}
+    wanted: list[str] = []
+    seen: set[str | None] = {*sys.builtin_module_names, "__main__", "__mp_main__", None}
 
     @staticmethod
-    def enabled():
+    def enabled() -> bool:
         return os.environ.get("KILN_POOL_TEMPLATE", "1") != "0"
 
     # Prefix of a task function's "module.qualname" -> modules those tasks import while they
     # run, named ahead so that the template has them before the task's time starts (kiln.tvm
     # names those of MetaSchedule's builder). Keyed by function, not module: another task of the
     # same module (LocalBuilder's sanity check) does not wait for imports it never makes.
-    companions = {}
+    companions: dict[str, tuple[str, ...]] = {}
 
     @classmethod
-    def want(cls, names):
+    def want(cls, names: Iterable[str | None]) -> None:
         """Ask for `names` too; starts the template (again) when one is new."""
         with cls.lock:
-            new = [name for name in dict.fromkeys(names) if name not in cls.seen]
+            # (None, a function without a module, is in `seen`: never new.)
+            new = [n for n in dict.fromkeys(names) if n is not None and n not in cls.seen]
             if not new:
                 return
             cls.seen.update(new)
@@ -242,7 +267,7 @@ class _Template:
             native.prepare_template(_COMMAND, wanted)
 
     @classmethod
-    def want_module_of(cls, function):
+    def want_module_of(cls, function: object) -> None:
         """Ask for the module that defines `function` (a lookup, when it is known already);
         then, while a template is being prepared, wait for it: the workers about to start would
         spend that time importing the same modules, each on its own."""
@@ -259,7 +284,7 @@ class _Template:
             native.wait_for_template(_COMMAND, _TEMPLATE_WAIT_S, True)
 
 
-def warm(modules=(), timeout=None):
+def warm(modules: Iterable[str] = (), timeout: float | None = None) -> bool:
     """Prepare this process's worker template: a process that imports `modules` (and what the
     pool learned so far) once, from which every new worker is forked.
 
@@ -284,7 +309,7 @@ def warm(modules=(), timeout=None):
     return bool(native.wait_for_template(_COMMAND, float(timeout or 0)))
 
 
-def template_stats():
+def template_stats() -> TemplateStats:
     """What this process's worker templates did: {"forks", "fallbacks", "started", "lost",
     "last_reason"} (why the last worker was started afresh instead of forked)."""
     return native.template_stats()
@@ -293,14 +318,23 @@ def template_stats():
 class _Setup:
     """What every (re)start of a worker gets: command, initializer, uses, output."""
 
-    def __init__(self, initializer, initargs, maximum_uses, stdout, stderr, who):
+    def __init__(
+        self,
+        initializer: Callable[..., object] | None,
+        initargs: Iterable[object],
+        maximum_uses: int | None,
+        stdout: FileDescriptorLike | None,
+        stderr: FileDescriptorLike | None,
+        who: str,
+    ) -> None:
         if initializer is not None and not callable(initializer):
             raise TypeError(f"initializer must be callable for {who}")
-        self.keep = []  # files opened here (DEVNULL) stay open as long as the workers may start
+        # Files opened here (DEVNULL) stay open as long as the workers may start.
+        self.keep: list[io.BufferedWriter] = []
         stdout_fd = _stream_fd(stdout, "stdout", None, self.keep)
         if initializer is not None:
             _Template.want_module_of(initializer)
-        self.options = {
+        self.options: WorkerOptions = {
             "command": _COMMAND,
             "from_template": _Template.enabled(),
             "initializer": None if initializer is None else _dumps(initializer, initargs, None),
@@ -311,14 +345,15 @@ class _Setup:
         }
 
 
-def _exception(end):
+def _exception(end: PoolEnd) -> BaseException:
     """The exception a call's end (a native tuple, not "ok") stands for."""
     kind = end[0]
-    if kind == "exception":
+    if end[0] == "exception":  # end[0], not kind: type checkers narrow `end` by its own item
         _, data, type_name, message = end
         if data:
             try:
-                return pickle.loads(data)
+                exception: BaseException = pickle.loads(data)
+                return exception
             except Exception as error:  # pylint: disable=broad-except
                 why = f"it cannot be unpickled here: {error}"
                 return RuntimeError(f"{type_name} ({why}): {message}")
@@ -332,7 +367,7 @@ def _exception(end):
     return RuntimeError(end[1])
 
 
-def _unwrap(end):
+def _unwrap(end: PoolEnd) -> Any:
     """The result a call's end carries, or raise what it stands for."""
     if end[0] == "ok":
         value, learned = pickle.loads(end[1])
@@ -364,28 +399,41 @@ class PopenWorker:
         Where the worker's standard error goes (also subprocess.STDOUT).
     """
 
-    def __init__(self, initializer=None, initargs=(), maximum_uses=None, stdout=None, stderr=None):
+    def __init__(
+        self,
+        initializer: Callable[..., object] | None = None,
+        initargs: Iterable[object] = (),
+        maximum_uses: int | None = None,
+        stdout: FileDescriptorLike | None = None,
+        stderr: FileDescriptorLike | None = None,
+    ) -> None:
         self._setup = _Setup(initializer, initargs, maximum_uses, stdout, stderr, "PopenWorker")
         self._native = native.PoolWorker(**self._setup.options)
 
-    def __del__(self):
+    def __del__(self) -> None:
         native_worker = getattr(self, "_native", None)
         if native_worker is not None:
             native_worker.kill()
 
-    def kill(self):
+    def kill(self) -> None:
         """Kill the process (and everything it started) and reap it; the next send starts anew."""
         self._native.kill()
 
-    def join(self, timeout=None):
+    def join(self, timeout: float | None = None) -> None:
         """Wait until the process exits on its own, at most `timeout` seconds when given."""
         self._native.join(None if timeout is None else max(0.0, float(timeout)) * 1000)
 
-    def is_alive(self):
+    def is_alive(self) -> bool:
         """Whether the worker process is running."""
         return self._native.is_alive()
 
-    def send(self, fn, args=(), kwargs=None, timeout=None):
+    def send(
+        self,
+        fn: Callable[..., object],
+        args: Iterable[object] = (),
+        kwargs: Mapping[str, object] | None = None,
+        timeout: float | None = None,
+    ) -> None:
         """Send the call ``fn(*args, **kwargs)`` to the worker, starting it if needed.
 
         Parameters
@@ -409,7 +457,7 @@ class PopenWorker:
         _Template.want_module_of(fn)
         self._native.send(_checked(_dumps(fn, args, kwargs), fn), _millis(timeout))
 
-    def recv(self):
+    def recv(self) -> Any:
         """Receive the result of the last send.
 
         Returns
@@ -426,7 +474,11 @@ class PopenWorker:
         return _unwrap(self._native.recv())
 
 
-def _collect(native_pool, futures, lock):
+def _collect(
+    native_pool: PoolExecutor,
+    futures: dict[int, concurrent.futures.Future[Any]],
+    lock: threading.Lock,
+) -> None:
     """The collector thread: settles each call's future as the C++ pool reports its end."""
     while True:
         ends = native_pool.collect()  # waits with the GIL released; empty once closed
@@ -439,12 +491,13 @@ def _collect(native_pool, futures, lock):
                 _settle(future, end)
 
 
-def _settle(future, end):
+def _settle(future: concurrent.futures.Future[Any], end: PoolEnd) -> None:
     """Give `future` the outcome `end` (it goes from pending to done: kiln cannot tell when a
     call starts in its worker, so a future is never reported running)."""
     if end[0] == "cancelled":
         future.cancel()
         return
+    settle: Callable[[Any], None]
     try:
         value = _unwrap(end)
     except BaseException as error:  # pylint: disable=broad-except
@@ -465,29 +518,30 @@ class _Closing:
     inside kiln's C++ code when the interpreter finalizes.
     """
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.lock = threading.Lock()
-        self.pools = {}  # id(native pool) -> (native pool, [its collector and closer threads])
+        # id(native pool) -> (native pool, [its collector and closer threads])
+        self.pools: dict[int, tuple[PoolExecutor, list[threading.Thread]]] = {}
         self.stopped = False  # at exit: no thread may start any more
 
-    def after_fork(self):
+    def after_fork(self) -> None:
         """In a forked child: the parent's pools are not the child's to stop, and another thread
         may have held the lock at the fork."""
         self.lock = threading.Lock()
         self.pools = {}
         self.stopped = False
 
-    def add(self, native_pool, thread=None):
+    def add(self, native_pool: PoolExecutor, thread: threading.Thread | None = None) -> None:
         with self.lock:
             threads = self.pools.setdefault(id(native_pool), (native_pool, []))[1]
             if thread is not None:
                 threads.append(thread)
 
-    def discard(self, native_pool):
+    def discard(self, native_pool: PoolExecutor) -> None:
         with self.lock:
             self.pools.pop(id(native_pool), None)
 
-    def stop_all(self):
+    def stop_all(self) -> None:
         with self.lock:
             self.stopped = True
             pools = list(self.pools.values())
@@ -504,7 +558,7 @@ atexit.register(_OPEN.stop_all)
 os.register_at_fork(after_in_child=_OPEN.after_fork)
 
 
-def _close(native_pool, collector):
+def _close(native_pool: PoolExecutor, collector: threading.Thread | None) -> None:
     """Close `native_pool` once its calls have ended, then let its collector finish."""
     native_pool.shutdown(True)
     if collector is not None and collector is not threading.current_thread():
@@ -541,43 +595,47 @@ class PopenPoolExecutor:
 
     def __init__(
         self,
-        max_workers=None,
-        timeout=None,
-        initializer=None,
-        initargs=(),
-        maximum_process_uses=None,
-        stdout=None,
-        stderr=None,
-    ):
+        max_workers: int | None = None,
+        timeout: float | None = None,
+        initializer: Callable[..., object] | None = None,
+        initargs: Iterable[object] = (),
+        maximum_process_uses: int | None = None,
+        stdout: FileDescriptorLike | None = None,
+        stderr: FileDescriptorLike | None = None,
+    ) -> None:
         if max_workers is None:
             max_workers = os.cpu_count()
         setup = _Setup(
             initializer, initargs, maximum_process_uses, stdout, stderr, "PopenPoolExecutor"
         )
         self._setup = setup
-        self._native = native.PoolExecutor(int(max_workers), _millis(timeout), **setup.options)
+        self._native = native.PoolExecutor(
+            int(max_workers),  # type: ignore[arg-type]  # os.cpu_count() None: TypeError here
+            _millis(timeout),
+            **setup.options,
+        )
         self._pid = os.getpid()  # in a process forked from this one the pool is not usable
-        self._futures = {}
+        self._futures: dict[int, concurrent.futures.Future[Any]] = {}
         self._lock = threading.Lock()
         self._next = 0
-        self._collector = None
+        self._collector: threading.Thread | None = None
         self._shutdown = False
         _OPEN.add(self._native)
 
-    def __del__(self):
+    def __del__(self) -> None:
         # Never blocks (a pool collected while its owner waits would deadlock, apache/tvm#18157):
         # calls already submitted finish in the background, then the workers are reaped.
         if not getattr(self, "_shutdown", True):
             self.shutdown(wait=False)
 
-    def __enter__(self):
+    def __enter__(self) -> Self:
         return self
 
-    def __exit__(self, *exc_info):
+    def __exit__(self, *exc_info: object) -> Literal[False]:
         self.shutdown(wait=True)
         return False
 
-    def _check_process(self):
+    def _check_process(self) -> None:
         """Raise RuntimeError in a process forked from the one that made the pool: its threads
         (kiln's dispatcher, the collector) were not copied, and its lock may be held forever."""
         if os.getpid() != self._pid:
@@ -586,7 +644,9 @@ class PopenPoolExecutor:
                 "it cannot use it (fork copies none of its threads): make a new one here"
             )
 
-    def _register(self, futures):
+    def _register(
+        self, futures: concurrent.futures.Future[Any] | list[concurrent.futures.Future[Any]]
+    ) -> int:
         """Index the future (or list of futures) of calls about to be submitted; returns the
         first index."""
         self._check_process()
@@ -611,16 +671,20 @@ class PopenPoolExecutor:
                 _OPEN.add(self._native, self._collector)
         return first
 
-    def submit(self, fn, *args, **kwargs) -> concurrent.futures.Future:
+    def submit(
+        self, fn: Callable[_P, _T], *args: _P.args, **kwargs: _P.kwargs
+    ) -> concurrent.futures.Future[_T]:
         """Submit the call ``fn(*args, **kwargs)``; returns its concurrent.futures.Future."""
         self._check_process()
         _Template.want_module_of(fn)
         payload = _checked(_dumps(fn, args, kwargs), fn)
-        future = concurrent.futures.Future()
+        future: concurrent.futures.Future[_T] = concurrent.futures.Future()
         self._native.submit(self._register(future), (payload,))
         return future
 
-    def map_with_error_catching(self, fn, iterator):
+    def map_with_error_catching(
+        self, fn: Callable[[_T], object], iterator: Iterable[_T]
+    ) -> Iterator[MapResult]:
         """Call `fn` on every item; yields a MapResult per item, in order, errors caught.
 
         Every call is submitted at once; the results are yielded as the caller iterates.
@@ -628,10 +692,12 @@ class PopenPoolExecutor:
         self._check_process()
         _Template.want_module_of(fn)
         payloads = [_checked(_dumps(fn, (item,), None), fn) for item in iterator]
-        futures = [concurrent.futures.Future() for _ in payloads]
+        futures: list[concurrent.futures.Future[Any]] = [
+            concurrent.futures.Future() for _ in payloads
+        ]
         self._native.submit(self._register(futures), payloads)
 
-        def results():
+        def results() -> Iterator[MapResult]:
             for future in futures:
                 try:
                     yield MapResult(status=StatusKind.COMPLETE, value=future.result())
@@ -642,7 +708,7 @@ class PopenPoolExecutor:
 
         return results()
 
-    def shutdown(self, wait=True):
+    def shutdown(self, wait: bool = True) -> None:
         """Stop taking calls. wait: return once every submitted call has ended and the workers
         are gone; otherwise return at once, the calls finishing in the background. In a process
         forked from the one that made the pool, does nothing: the pool is the parent's."""

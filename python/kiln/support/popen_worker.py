@@ -23,6 +23,8 @@ A worker started with ``KILN_TVM=1`` in its environment (by a process where kiln
 is in effect) installs kiln into TVM the moment a task imports tvm (kiln._tvm_hook).
 """
 
+from __future__ import annotations
+
 import importlib
 import os
 import pickle
@@ -30,35 +32,46 @@ import sys
 
 from kiln._native import native
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import NoReturn
+
+    # What run() returns: (True, pickled result) or (False, pickled exception, type name, message).
+    _Answer = tuple[bool, bytes] | tuple[bool, bytes, str, str]
+
 # The most a call's pickled arguments, or its pickled result, may take: one message of kiln's pool
 # (kiln::pool::kMaxMessageBytes) less room for its framing.
 MAX_MESSAGE_BYTES = native.max_message_bytes - 64
 
 
-def _dumps(value):
+def _dumps(value: object) -> bytes:
     """Pickle `value` like the parent does: plainly when that works, else with cloudpickle."""
     try:
         return pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
     except Exception:  # pylint: disable=broad-except
-        import cloudpickle  # pylint: disable=import-outside-toplevel
+        # pylint: disable-next=import-outside-toplevel
+        import cloudpickle  # type: ignore[import-untyped,import-not-found,unused-ignore]
 
-        return cloudpickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+        data: bytes = cloudpickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+        return data
 
 
-def _type_name(error):
+def _type_name(error: BaseException) -> str:
     kind = type(error)
     if kind.__module__ == "builtins":
         return kind.__qualname__
     return f"{kind.__module__}.{kind.__qualname__}"
 
 
-def _failure(error, text):
+def _failure(error: BaseException, text: str) -> tuple[bool, bytes, str, str]:
     """The answer for `error`: (False, pickled exception, type name, message).
 
     The exception travels as tvm.support's worker sends it, ``type(error)(traceback text)``; an
     exception type that cannot be rebuilt from one string goes as itself; one that cannot be
     pickled at all goes as nothing, and the parent raises a RuntimeError naming it.
     """
+    candidate: Callable[[], BaseException]
     for candidate in (lambda: type(error)(text), lambda: error):
         try:
             return (False, _dumps(candidate()), _type_name(error), text)
@@ -67,7 +80,7 @@ def _failure(error, text):
     return (False, b"", _type_name(error), text)
 
 
-def _traceback_text():
+def _traceback_text() -> str:
     import traceback  # pylint: disable=import-outside-toplevel
 
     return traceback.format_exc()
@@ -77,17 +90,18 @@ def _traceback_text():
 _os_exit = os._exit  # pylint: disable=protected-access
 
 
-def _exit_telling_the_parent(code):
-    """os._exit for tasks: tells the parent the task ends this worker with `code`, then exits.
+def _exit_telling_the_parent(status: int) -> NoReturn:
+    """os._exit for tasks (its parameter's name is os._exit's): tells the parent the task ends this
+    worker with `status`, then exits.
     (In a process the task forked, which is no worker, it only exits.)"""
     try:
-        native.task_ends_process(int(code))
+        native.task_ends_process(int(status))
     except Exception:  # pylint: disable=broad-except
         pass  # not an int: os._exit raises for it below, as it would have
-    _os_exit(code)
+    _os_exit(status)
 
 
-def _exit_for(error):
+def _exit_for(error: BaseException) -> NoReturn:
     """A task raised SystemExit or KeyboardInterrupt: the worker ends, as tvm.support's does."""
     code = error.code if isinstance(error, SystemExit) else 1
     if code is not None and not isinstance(code, int):
@@ -98,7 +112,7 @@ def _exit_for(error):
     _exit_telling_the_parent(code or 0)
 
 
-def run(payload):
+def run(payload: bytes) -> _Answer:
     """Run one pickled call; the answer tuple kiln's C++ side writes back."""
     try:
         fn, args, kwargs = pickle.loads(payload)
@@ -127,12 +141,12 @@ def run(payload):
 
 
 # The modules this worker had when it last told the parent what it imported.
-_known = set()
+_known: set[str] = set()
 # Never worth a template's import: they are not modules another process can import.
 _UNIMPORTABLE = frozenset(("__main__", "__mp_main__"))
 
 
-def _learned():
+def _learned() -> list[str] | None:
     """The modules imported since the last answer (None: none), for the parent's template."""
     if len(sys.modules) == len(_known):
         return None
@@ -142,7 +156,7 @@ def _learned():
     return new or None
 
 
-def _prepare(names):
+def _prepare(names: list[str]) -> list[str]:
     """A template's preparation: import `names`, in order; returns those that failed."""
     failed = []
     for name in names:
@@ -153,7 +167,7 @@ def _prepare(names):
     return failed
 
 
-def _adopt_environment(environment):
+def _adopt_environment(environment: list[str]) -> None:
     """A worker forked from a template: os.environ becomes the environment of its request
     (already in the C library's environ)."""
     wanted = dict(entry.split("=", 1) for entry in environment if "=" in entry)
@@ -164,14 +178,15 @@ def _adopt_environment(environment):
             os.environ[name] = value
 
 
-def main():
+def main() -> int:
     """Serve the parent that started this process (or, as a template, fork the workers that do);
     returns the exit status."""
     from kiln import _tvm_hook  # pylint: disable=import-outside-toplevel
 
     if _tvm_hook.wanted():  # started by a process with kiln installed in TVM: so is this one
         _tvm_hook.arm()
-    os._exit = _exit_telling_the_parent  # pylint: disable=protected-access
+    # pylint: disable-next=protected-access
+    os._exit = _exit_telling_the_parent
     args = sys.argv
     if len(args) >= 3 and args[-2] == "--kiln-pool-template":
         served = native.serve_pool_template(args, _prepare)

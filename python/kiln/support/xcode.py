@@ -8,35 +8,61 @@ for a missing input file), and -mmacosx-version-min=V when it is given (0.27's -
 makes clang build for iOS).
 """
 
+from __future__ import annotations
+
 import json
 import os
 import sys
 
 from .._native import native as _native
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+    from typing import Protocol
+
+    from _typeshed import StrPath
+
+    class _CoreMLModel(Protocol):
+        """What compile_coreml uses of a coremltools model (coremltools.models.MLModel)."""
+
+        short_description: str
+
+        @property
+        def input_description(self) -> Iterable[str]: ...
+        @property
+        def output_description(self) -> Iterable[str]: ...
+        def save(self, path: str, /) -> object: ...
+
 __all__ = ["compile_coreml", "compile_metal", "create_dylib", "xcrun"]
 
 _SDKS = ("macosx", "iphoneos", "iphonesimulator")
 
 
-def _check_sdk(sdk):
+def _check_sdk(sdk: str) -> None:
     if sdk not in _SDKS:
         raise RuntimeError(f"Unsupported sdk: {sdk}")
 
 
-def xcrun(cmd):
+def xcrun(cmd: Iterable[StrPath]) -> bytes:
     """Run ``xcrun cmd...``; returns its output (stdout and stderr) as stripped bytes, whatever its
     exit status, as 0.27 does. FileNotFoundError when there is no xcrun."""
     return _native.xcode_xcrun([os.fspath(c) for c in cmd]).strip()
 
 
-def _paths(objects):
+def _paths(objects: StrPath | Iterable[StrPath]) -> list[str]:
     if isinstance(objects, str | os.PathLike):
         return [os.fspath(objects)]
     return [os.fspath(o) for o in objects]
 
 
-def create_dylib(output, objects, arch, sdk="macosx", min_os_version=None):
+def create_dylib(
+    output: StrPath,
+    objects: StrPath | Iterable[StrPath],
+    arch: str,
+    sdk: str = "macosx",
+    min_os_version: str | None = None,
+) -> None:
     """Create a dynamic library with the SDK's clang: ``clang -dynamiclib -arch ARCH -isysroot
     <sdk path> [-mios-version-min=V | -mmacosx-version-min=V] -o output objects...``.
 
@@ -47,10 +73,16 @@ def create_dylib(output, objects, arch, sdk="macosx", min_os_version=None):
     _native.xcode_create_dylib(os.fspath(output), _paths(objects), arch, sdk, min_os_version)
 
 
-create_dylib.output_format = "dylib"
+# An attribute of a function, which type checkers do not track (python/mypy#2087).
+create_dylib.output_format = "dylib"  # type: ignore[attr-defined]
 
 
-def compile_metal(code, path_target=None, sdk="macosx", min_os_version=None):
+def compile_metal(
+    code: str,
+    path_target: StrPath | None = None,
+    sdk: str = "macosx",
+    min_os_version: str | None = None,
+) -> bytearray | None:
     """Compile Metal source to a metallib: ``xcrun -sdk SDK metal -std=<macos|ios>-metal2.3
     [minimum OS version, as for create_dylib] -O3 -c`` then ``xcrun -sdk SDK metallib``.
 
@@ -69,7 +101,9 @@ def compile_metal(code, path_target=None, sdk="macosx", min_os_version=None):
     return bytearray(metallib)
 
 
-def compile_coreml(model, model_name="main", out_dir="."):
+def compile_coreml(
+    model: _CoreMLModel | StrPath, model_name: str = "main", out_dir: StrPath = "."
+) -> str:
     """Compile a Core ML model with ``xcrun coremlcompiler compile``; returns the compiled
     model's path, <out_dir>/<model_name>.mlmodelc.
 
