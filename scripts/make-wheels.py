@@ -42,6 +42,18 @@ def metadata(source, into):
     return os.path.join(into, name)
 
 
+def sdist(source, into):
+    """The source distribution, made by the package's build backend; returns its path."""
+    from scikit_build_core import build  # pylint: disable=import-outside-toplevel
+
+    cwd = os.getcwd()
+    os.chdir(source)
+    try:
+        return os.path.join(into, build.build_sdist(into))
+    finally:
+        os.chdir(cwd)
+
+
 def copy_package(source, package):
     """python/kiln/ without caches or compiled files: .py, .pyi and py.typed."""
     root = os.path.join(source, "python", "kiln")
@@ -121,13 +133,21 @@ def auditwheel(args, *arguments, capture=False):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n", 1)[0])
-    parser.add_argument("--source", required=True, help="kiln's source tree (pyproject.toml)")
-    parser.add_argument("--out", required=True, help="where raw/ and dist/ go")
-    parser.add_argument("--program", required=True, help="the kiln program to ship")
+    parser.add_argument("--source", help="kiln's source tree (pyproject.toml)")
+    parser.add_argument("--out", help="where raw/ and dist/ go")
+    parser.add_argument("--program", help="the kiln program to ship")
     parser.add_argument("--module", action="append", default=[], metavar="TAG=PATH",
                         help="an extension module and its CPython tag (cp311=...)")
     parser.add_argument("--plat", default=DEFAULT_PLAT, help=f"the tag to repair to ({DEFAULT_PLAT})")
+    parser.add_argument("--unavailable", metavar="WHY",
+                        help="this tree cannot make wheels, for this reason: say so and exit 77 "
+                             "(1 with KILN_REQUIRE_WHEELS=1)")
     args = parser.parse_args()
+    if args.unavailable:
+        print(f"SKIP: no wheels: {args.unavailable}")
+        return 1 if os.environ.get("KILN_REQUIRE_WHEELS") == "1" else 77
+    if not (args.source and args.out and args.program):
+        parser.error("--source, --out and --program are required")
     if not args.module:
         parser.error("no --module: this tree found no CPython 3.10-3.13 to build wheels for")
     raw = os.path.join(args.out, "raw")
@@ -141,7 +161,8 @@ def main():
             tag, _, module = spec.partition("=")
             wheel = make_wheel(args, tag, module, prepared, raw)
             auditwheel(args, "repair", "--plat", args.plat, "--wheel-dir", dist, wheel)
-    for name in sorted(os.listdir(dist)):
+    print(f"{os.path.basename(sdist(args.source, dist))}: the sdist")
+    for name in sorted(n for n in os.listdir(dist) if n.endswith(".whl")):
         path = os.path.join(dist, name)
         shown = auditwheel(args, "show", path, capture=True).stdout
         with open(path + ".show.txt", "w", encoding="utf-8") as file:
