@@ -15,12 +15,16 @@ namespace kiln::python {
 namespace {
 
 void set_os_error(int error_number, const char* message) {
-  // OSError(errno, message) constructs the subclass that errno maps to.
+  // OSError(errno, message) constructs the subclass that errno maps to. The instance is made here
+  // and raised with its own type: raised as OSError with arguments, Python 3.10 would match it
+  // against `except FileNotFoundError` before normalizing it, as plain OSError, and miss.
   PyObject* args = Py_BuildValue("(is)", error_number, message);
-  if (args != nullptr) {
-    PyErr_SetObject(PyExc_OSError, args);
-    Py_DECREF(args);
-  }
+  if (args == nullptr) return;
+  PyObject* error = PyObject_Call(PyExc_OSError, args, nullptr);
+  Py_DECREF(args);
+  if (error == nullptr) return;  // the call's own exception stands
+  PyErr_SetObject(reinterpret_cast<PyObject*>(Py_TYPE(error)), error);
+  Py_DECREF(error);
 }
 
 void translate(std::exception_ptr error) {
