@@ -86,9 +86,9 @@ std::map<std::string, std::string> libinfo() {
   };
   // The rest of tvm.support 0.27's keys, so that code written against TVM's dictionary finds
   // each of them: libraries and targets kiln drives no tool for (TVM_USE_<X> overrides them).
-  for (const char* key : {"USE_CLML", "USE_CUDNN", "USE_CUTLASS", "USE_HEXAGON", "USE_NCCL",
-                          "USE_NNAPI_CODEGEN", "USE_NNAPI_RUNTIME", "USE_NVSHMEM", "USE_NVTX",
-                          "USE_OPENCL", "USE_VULKAN"}) {
+  for (const char* key :
+       {"USE_CLML", "USE_CUDNN", "USE_CUTLASS", "USE_HEXAGON", "USE_NCCL", "USE_NNAPI_CODEGEN",
+        "USE_NNAPI_RUNTIME", "USE_NVSHMEM", "USE_NVTX", "USE_OPENCL", "USE_VULKAN"}) {
     options.emplace(key, "OFF");
   }
   apply_tvm_overrides(options);

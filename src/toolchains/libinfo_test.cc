@@ -32,10 +32,10 @@ TEST(Libinfo, TvmUseVariablesOverride) {
 
 TEST(Libinfo, HasEveryKeyOfTvmSupport027) {
   auto info = libinfo();
-  for (const char* key : {"USE_CUDA", "USE_LLVM", "USE_NCCL", "USE_NVTX", "USE_NVSHMEM",
-                          "USE_HEXAGON", "USE_CUDNN", "USE_CUTLASS", "USE_VULKAN", "USE_OPENCL",
-                          "USE_METAL", "USE_ROCM", "USE_CLML", "USE_NNAPI_RUNTIME",
-                          "USE_NNAPI_CODEGEN"}) {
+  for (const char* key :
+       {"USE_CUDA", "USE_LLVM", "USE_NCCL", "USE_NVTX", "USE_NVSHMEM", "USE_HEXAGON", "USE_CUDNN",
+        "USE_CUTLASS", "USE_VULKAN", "USE_OPENCL", "USE_METAL", "USE_ROCM", "USE_CLML",
+        "USE_NNAPI_RUNTIME", "USE_NNAPI_CODEGEN"}) {
     EXPECT_TRUE(info.contains(key)) << key;
   }
 }

@@ -6,7 +6,7 @@
 #include <fmt/format-inl.h>
 
 #if FMT_VERSION < 90000 || FMT_VERSION >= 100000
-#error "fmt_compiled.cc instantiates fmt 9's extern templates; cmake/KilnPortable.cmake links other versions' library"
+#error "fmt_compiled.cc is fmt 9's compiled half: a portable build (KILN_PORTABLE) needs fmt 9"
 #endif
 
 FMT_BEGIN_NAMESPACE
