@@ -2,8 +2,13 @@
 // (-iquote, -isystem, -include, CPATH, C_INCLUDE_PATH, CPLUS_INCLUDE_PATH) are keyed through the
 // compiler's own dependency output, an unchanged rebuild is still a hit, and a source edited
 // while its compile runs is not stored under the key of its old content.
+#include <sys/stat.h>
+#include <time.h>
+
+#include <chrono>
 #include <fstream>
 #include <map>
+#include <thread>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -27,7 +32,21 @@ using Env = std::map<std::string, std::optional<std::string>>;
 // set but those a test gives.
 class CacheProject {
  public:
-  void write(const std::string& name, const std::string& text) const { project_.write(name, text); }
+  // Writes the file, then waits for the kernel's coarse clock (which stamps modification times)
+  // to pass its time: kiln stores no entry whose header changed at or after its compile began
+  // (it may have changed during it), so a header written in the same tick as the build starts
+  // (a 4 ms tick; kiln now starts within it) would make an unchanged rebuild a miss, rightly.
+  void write(const std::string& name, const std::string& text) const {
+    project_.write(name, text);
+    struct stat st {};
+    ASSERT_EQ(::stat(path(name).c_str(), &st), 0) << name;
+    timespec now{};
+    do {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      ::clock_gettime(CLOCK_REALTIME_COARSE, &now);
+    } while (now.tv_sec < st.st_mtim.tv_sec ||
+             (now.tv_sec == st.st_mtim.tv_sec && now.tv_nsec <= st.st_mtim.tv_nsec));
+  }
   fs::path path(const std::string& name) const { return project_.path(name); }
 
   // Builds the one job; returns its status ("done"; others followed by the job's report) and its
