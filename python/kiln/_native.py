@@ -5,19 +5,9 @@ from __future__ import annotations
 import os
 
 from . import _kiln as native  # noqa: F401  (re-exported)
+from .__main__ import program  # the one lookup of kiln/bin/kiln, shared with `python -m kiln`
 
 __all__ = ["native", "program"]
-
-
-def program() -> str | None:
-    """Path of the kiln program shipped with the package (kiln/bin/kiln), or None."""
-    from . import __path__ as package_path  # pylint: disable=import-outside-toplevel
-
-    for directory in package_path:
-        candidate = os.path.join(directory, "bin", "kiln")
-        if os.access(candidate, os.X_OK):
-            return candidate
-    return None
 
 
 # A Python process cannot re-execute itself as kiln's NVRTC compile server (or, later, as a pool
