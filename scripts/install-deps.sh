@@ -118,6 +118,7 @@ install_wheel_root() {
 packages=(
   build-essential cmake ninja-build pkg-config git
   libfmt-dev libcli11-dev nlohmann-json3-dev libarchive-dev libxxhash-dev
+  libhiredis-dev libcurl4-openssl-dev  # the remote cache's clients (loaded when one is set)
   clang lld                    # the bundled examples: LLVM IR
   rocm-device-libs clang-15 lld-15 llvm-15
   gcc-aarch64-linux-gnu libc6-dev-arm64-cross  # the cross libc (crti.o), not a Recommends only
@@ -133,6 +134,7 @@ test_packages=(
   ccache distcc
   bubblewrap icecc iproute2  # sccache-dist's build server sandbox; icecream; network namespaces
   debootstrap                # .deps/wheel-root
+  redis-server nginx         # the remote cache's tests and benchmarks: real servers
 )
 if [ "$level" != base ]; then packages+=("${wheel_packages[@]}"); fi
 if [ "$level" = tests ]; then packages+=("${test_packages[@]}"); fi

@@ -23,6 +23,7 @@
 #include <string_view>
 #include <vector>
 
+#include "kiln/cache.h"
 #include "kiln/ending.h"
 #include "kiln/launcher.h"
 #include "kiln/manifest.h"
@@ -132,6 +133,10 @@ struct Report {
   // Why the cache was not used although it was wanted (it could not be opened: no HOME, a
   // read-only or unsafe directory), else "": every job then ran uncached.
   std::string cache_warning;
+  // The cache's remote level ("redis://cache:6379/0 (read-only)"; "" for none) and what it did
+  // during this build (kiln/cache.h).
+  std::string remote_cache;
+  RemoteCounters remote{};
 };
 
 // Runs the build. Throws only for what stops it as a whole (an unusable out_dir);

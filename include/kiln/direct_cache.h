@@ -36,6 +36,13 @@ std::vector<std::filesystem::path> parse_depfile(std::string_view text,
 // A file's content as DirectCache hashes it.
 std::string content_key(std::string_view content);
 
+// What a key holds of a tool or library file: "content:<content_key of its bytes>", the same on
+// every machine that has the same file wherever it lies. Remembered while the file's inode, size
+// and times stay the same: by this process, and in `memo`'s local level when given (a compiler
+// library of 100 MB is then hashed once per machine, not once per process). "" for a file that
+// cannot be read.
+std::string file_content_identity(const std::filesystem::path& path, const Cache* memo = nullptr);
+
 class DirectCache {
  public:
   // `base_key`: the cache key of everything but the headers; `sources`: the files whose content
@@ -47,8 +54,10 @@ class DirectCache {
   DirectCache(const Cache& cache, std::string base_key,
               const std::vector<std::pair<std::filesystem::path, std::string>>& hashed_sources);
 
-  // The stored result when the manifest's headers all still have their recorded content.
-  std::optional<std::string> get() const;
+  // The stored result when the manifest's headers all still have their recorded content (a
+  // header under the cache's base directory is recorded relative to it). `origin`: the level
+  // that held the entry (none on a miss).
+  std::optional<std::string> get(CacheOrigin* origin = nullptr) const;
 
   // Records `headers` (the compiler's dependency output; the sources, and files under the
   // `ignored` directories, are left out) with their content hashes, and `bytes` as the result.

@@ -43,7 +43,7 @@ struct Options {
 };
 
 // Every check, in a fixed order: C++ compiler, CMake, LLVM, CUDA, Python, the Python side of TVM
-// (check_python_tvm), parallel jobs, ccache, then the submodules of options.source and the
+// (check_python_tvm), parallel jobs, ccache, the remote cache when one is set, then the submodules of options.source and the
 // library options.library when given.
 std::vector<Finding> run_checks(const Options& options = {});
 
@@ -56,6 +56,9 @@ Finding check_ccache();
 // The selected llvm-config (version >= 14, headers present), whether clang / ld.lld / llvm-config
 // on PATH are one LLVM major, and how many LLVM installations there are: up to three findings.
 std::vector<Finding> check_llvm(const std::filesystem::path& llvm_config = {});
+// The remote cache $KILN_REMOTE_CACHE names (none when unset): reachable, credentials
+// accepted, a probe object written and read back (read-write), a lookup's latency.
+std::vector<Finding> check_remote_cache();
 // nvcc on PATH (its real toolkit), $CUDA_PATH and /usr/local/cuda: one version, their version
 // files agreeing with their nvcc, and no newer than the driver when one is installed.
 std::vector<Finding> check_cuda();

@@ -1,13 +1,14 @@
-// Who a tool is, for cache keys: the real path, size and modification time of its executable and
-// the first line of its `--version`, asked once per process and remembered across processes in
-// kiln's cache (so an all-cached build runs no tool at all). A reinstalled or upgraded compiler is
-// a different tool; a symbolic link to the same file is the same tool.
+// Who a tool is, for cache keys: the content of its executable (file_content_identity) and the
+// first line of its `--version`, asked once per process and remembered across processes in
+// kiln's local cache (so an all-cached build runs no tool at all). A reinstalled or upgraded
+// compiler is a different tool; a symbolic link to the same file, or the same compiler on
+// another machine or at another place, is the same tool.
 //
 //   kiln::Cache cache = kiln::Cache::open();
 //   kiln::ToolIdentities identities(cache);
 //   kiln::Recipe recipe = kiln::cc::object_recipe("add.o", {"add.c"});
-//   identities.identify(recipe);   // recipe.tools[0].identity: "/usr/bin/x86_64-linux-gnu-gcc-12
-//                                  //   1029552 1690000000.0 gcc (Debian 12.2.0-14) 12.2.0"
+//   identities.identify(recipe);   // recipe.tools[0].identity: "content:3f0a...e1 gcc (Debian
+//                                  //   12.2.0-14) 12.2.0"
 //
 // Thread-safety: one ToolIdentities may be shared by many threads; each program is asked once
 // even when several threads ask at the same time.
@@ -32,13 +33,13 @@ class ToolIdentities {
 
   struct Identity {
     std::filesystem::path path{};  // the real file; empty when the program cannot be found
-    std::string text{};            // "<real path> <size> <mtime> <first line of --version>"
+    std::string text{};            // "content:<hash> <first line of --version>"
   };
   // The identity of `program` found as run() finds it (a name on PATH, or a path). A program
   // that cannot be found is identified by its name alone; one whose --version fails, by its file.
   Identity of(const std::string& program);
-  // A file a tool reads (device libraries): "<path> <size> <mtime>", or the path when it cannot
-  // be stat-ed.
+  // A file a tool reads (device libraries): file_content_identity(), or the path when it cannot
+  // be read.
   static std::string of_file(const std::filesystem::path& file);
   // Fills `path` and `identity` of every tool of `recipe` that runs as a program (in-process
   // tools keep the identity their module gave them).

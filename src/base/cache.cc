@@ -7,7 +7,11 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <array>
+#include <cstring>
 #include <ctime>
+#include <mutex>
 #include <vector>
 
 #include <fmt/format.h>
@@ -17,17 +21,24 @@
 
 #include "internal/fd.h"
 #include "internal/files.h"
+#include "internal/remote_level.h"
 #include "internal/server_directories.h"
 #include "internal/trusted_directory.h"
 #include "kiln/error.h"
+#include "kiln/file_lock.h"
 
 namespace kiln {
 namespace {
 
 namespace fs = std::filesystem;
 
-// An entry file: this magic line, the content's hash in hex, a newline, then the content.
-constexpr std::string_view kMagic = "kiln-cache-1\n";
+// An entry file: this magic line, the payload's hash in hex, a newline, then the payload. The
+// payload (what the remote level stores too) is a line naming the base directory the entry is
+// pinned to ("" for none), then the entry's bytes.
+constexpr std::string_view kMagic = "kiln-cache-2\n";
+// The lookups counted by every process (Cache::Stats), and the lock its writers take.
+constexpr const char* kCountersFile = "counters";
+constexpr const char* kCountersLock = "counters.lock";
 constexpr size_t kHashHex = 32;
 
 using internal::env;
@@ -187,8 +198,151 @@ std::string cache_key(std::initializer_list<std::string_view> parts) {
 
 Cache Cache::disabled() { return Cache(); }
 
+namespace {
+
+bool is_path_char(char c) {
+  return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '.' || c == '_' || c == '-' ||
+         c == '/' || c == '+' || c == '~';
+}
+
+// Whether `text` is an option that a path follows directly ("-I", "-isystem", "-L").
+bool is_option(std::string_view text) {
+  return text.size() >= 2 && text[0] == '-' &&
+         std::all_of(text.begin() + 1, text.end(), [](char c) {
+           return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '-' || c == '_';
+         });
+}
+
+// The base directory: absolute and lexically normal, without a trailing slash; "" (no
+// relocation) for the root or a name with a newline.
+fs::path base_directory_of(const fs::path& given) {
+  fs::path base = given;
+  if (base.empty()) {
+    if (auto dir = env("KILN_BASE_DIR")) {
+      base = *dir;
+    } else {
+      std::error_code ec;
+      base = fs::current_path(ec);
+    }
+  }
+  if (base.empty()) return {};
+  base = fs::absolute(base).lexically_normal();
+  std::string text = base.string();
+  while (text.size() > 1 && text.back() == '/') text.pop_back();
+  if (text == "/" || text.find('\n') != std::string::npos) return {};
+  return text;
+}
+
+// The entry's bytes as stored: its pin line, then the bytes.
+std::string payload_of(std::string_view bytes, const fs::path& base) {
+  std::string pin;
+  std::string b = base.string();
+  if (!b.empty() && std::string_view(bytes).find(b) != std::string_view::npos) pin = b;
+  std::string payload;
+  payload.reserve(pin.size() + 1 + bytes.size());
+  payload.append(pin).append(1, '\n').append(bytes);
+  return payload;
+}
+
+// The bytes of a payload pinned to no base or to `base`; std::nullopt otherwise.
+std::optional<std::string> bytes_of(std::string payload, const fs::path& base) {
+  size_t newline = payload.find('\n');
+  if (newline == std::string::npos) return std::nullopt;
+  if (newline != 0 && std::string_view(payload).substr(0, newline) != base.string()) {
+    return std::nullopt;
+  }
+  payload.erase(0, newline + 1);
+  return payload;
+}
+
+}  // namespace
+
+namespace {
+
+// The counters this process has not yet added to the directory's counters file.
+struct Counts {
+  std::atomic<std::uint64_t> local_hits{0}, local_misses{0};
+  std::atomic<std::uint64_t> hits{0}, misses{0}, errors{0}, uploads{0}, rejected{0};
+  std::atomic<std::uint64_t> bytes_down{0}, bytes_up{0};
+};
+
+constexpr std::array<std::string_view, 9> kCounterNames = {
+    "local_hits", "local_misses", "remote_hits",       "remote_misses",    "remote_errors",
+    "uploads",    "rejected",     "remote_bytes_down", "remote_bytes_up"};
+
+std::array<std::uint64_t, 9> read_counters(const fs::path& file) {
+  std::array<std::uint64_t, 9> values{};
+  std::string text;
+  try {
+    text = internal::read_file(file);
+  } catch (const Error&) {
+    return values;
+  }
+  size_t at = 0;
+  while (at < text.size()) {
+    size_t end = text.find('\n', at);
+    if (end == std::string::npos) end = text.size();
+    std::string_view line(text.data() + at, end - at);
+    at = end + 1;
+    size_t space = line.find(' ');
+    if (space == std::string_view::npos) continue;
+    for (size_t i = 0; i < kCounterNames.size(); ++i) {
+      if (line.substr(0, space) != kCounterNames[i]) continue;
+      try {
+        values[i] = std::stoull(std::string(line.substr(space + 1)));
+      } catch (const std::exception&) {  // NOLINT(bugprone-empty-catch): a damaged line counts 0
+      }
+    }
+  }
+  return values;
+}
+
+}  // namespace
+
 struct Cache::OpenDirectory {
   internal::UniqueFd fd;
+  fs::path directory;
+  Counts counts;
+  std::mutex flush_mutex;
+  std::atomic<std::int64_t> last_flush_ns{0};
+
+  OpenDirectory(internal::UniqueFd open, fs::path dir)
+      : fd(std::move(open)), directory(std::move(dir)) {}
+  OpenDirectory(const OpenDirectory&) = delete;
+  OpenDirectory& operator=(const OpenDirectory&) = delete;
+  ~OpenDirectory() { flush(); }
+
+  // Adds what this process counted to the counters file (under its lock); never throws.
+  void flush() noexcept {
+    std::array<std::uint64_t, 9> delta = {
+        counts.local_hits.exchange(0), counts.local_misses.exchange(0), counts.hits.exchange(0),
+        counts.misses.exchange(0),     counts.errors.exchange(0),       counts.uploads.exchange(0),
+        counts.rejected.exchange(0),   counts.bytes_down.exchange(0),   counts.bytes_up.exchange(0)};
+    if (std::all_of(delta.begin(), delta.end(), [](std::uint64_t v) { return v == 0; })) return;
+    try {
+      std::lock_guard lock(flush_mutex);
+      FileLock file_lock(directory / kCountersLock);
+      std::array<std::uint64_t, 9> values = read_counters(directory / kCountersFile);
+      std::string text;
+      for (size_t i = 0; i < values.size(); ++i) {
+        text += fmt::format("{} {}\n", kCounterNames[i], values[i] + delta[i]);
+      }
+      internal::write_file_atomically_at(fd.get(), kCountersFile, text, std::nullopt,
+                                         directory / kCountersFile);
+    } catch (const std::exception&) {  // NOLINT(bugprone-empty-catch): counters are not worth a
+      // failed compile; this process's counts are lost
+    }
+  }
+
+  // flush() at most once a second while in use (and always at the end).
+  void flush_now_and_then() noexcept {
+    timespec now{};
+    ::clock_gettime(CLOCK_MONOTONIC_COARSE, &now);
+    std::int64_t ns = static_cast<std::int64_t>(now.tv_sec) * 1'000'000'000 + now.tv_nsec;
+    std::int64_t last = last_flush_ns.load();
+    if (ns - last < 1'000'000'000 || !last_flush_ns.compare_exchange_strong(last, ns)) return;
+    if (last != 0) flush();
+  }
 };
 
 Cache Cache::open(const CacheOptions& options) {
@@ -200,10 +354,59 @@ Cache Cache::open(const CacheOptions& options) {
   cache.max_bytes_ = options.max_bytes;
   // The first store measures the directory: other processes may have filled it.
   cache.unmeasured_ = std::make_shared<std::atomic<std::uint64_t>>(options.max_bytes);
-  cache.open_ = std::make_shared<const OpenDirectory>(
-      OpenDirectory{open_directory_checked(cache.directory_)});
+  cache.open_ =
+      std::make_shared<OpenDirectory>(open_directory_checked(cache.directory_), cache.directory_);
   reap_temporaries(cache.open_->fd.get());
+  cache.base_ = base_directory_of(options.base_directory);
+  std::optional<RemoteCacheOptions> remote = options.remote;
+  if (!remote) {
+    try {
+      remote = RemoteCacheOptions::from_environment();
+    } catch (const InvalidArgument& e) {  // the local level works without it
+      static std::once_flag warned;
+      std::call_once(warned, [&] {
+        std::fprintf(stderr, "kiln: warning: no remote cache: %s\n", e.what());
+      });
+    }
+  }
+  if (remote && !remote->url.empty()) cache.remote_ = internal::RemoteLevel::of(*remote);
   return cache;
+}
+
+Cache Cache::local_only() const {
+  Cache local = *this;
+  local.remote_.reset();
+  return local;
+}
+
+std::string Cache::remote_description() const { return remote_ ? remote_->description() : ""; }
+
+RemoteCounters Cache::remote_counters() const {
+  return remote_ ? remote_->counters() : RemoteCounters{};
+}
+
+std::string Cache::relocated(std::string_view text) const {
+  std::string base = base_.string();
+  if (base.size() < 2) return std::string(text);
+  std::string out;
+  size_t from = 0;
+  for (size_t at = text.find(base); at != std::string_view::npos; at = text.find(base, at + 1)) {
+    if (at < from) continue;
+    size_t end = at + base.size();
+    bool whole_after = end == text.size() || text[end] == '/' || !is_path_char(text[end]);
+    bool whole_before = at == 0 || !is_path_char(text[at - 1]) || is_option(text.substr(0, at));
+    if (!whole_after || !whole_before) continue;
+    out.append(text.substr(from, at - from)).append("$BASE");
+    from = end;
+  }
+  out.append(text.substr(from));
+  return out;
+}
+
+fs::path Cache::resolved(std::string_view relocated_path) const {
+  if (relocated_path == "$BASE") return base_;
+  if (relocated_path.starts_with("$BASE/")) return base_ / relocated_path.substr(6);
+  return fs::path(relocated_path);
 }
 
 std::string Cache::entry_name(std::string_view key) const {
@@ -213,9 +416,7 @@ std::string Cache::entry_name(std::string_view key) const {
   return std::string(key);
 }
 
-std::optional<std::string> Cache::get(std::string_view key) const {
-  if (!enabled_) return std::nullopt;
-  std::string name = entry_name(key);
+std::optional<std::string> Cache::get_local(const std::string& name) const {
   int dir_fd = open_->fd.get();
   std::optional<std::string> file = read_entry(dir_fd, name);
   if (!file) return std::nullopt;
@@ -233,12 +434,67 @@ std::optional<std::string> Cache::get(std::string_view key) const {
   return file->substr(header);
 }
 
-void Cache::put(std::string_view key, std::string_view bytes) const {
-  if (!enabled_) return;
+std::optional<std::string> Cache::get(std::string_view key, CacheOrigin* origin) const {
+  if (origin != nullptr) *origin = CacheOrigin::none;
+  if (!enabled_) return std::nullopt;
   std::string name = entry_name(key);
+  Counts& counts = open_->counts;
+  if (std::optional<std::string> payload = get_local(name)) {
+    if (std::optional<std::string> bytes = bytes_of(std::move(*payload), base_)) {
+      counts.local_hits.fetch_add(1);
+      open_->flush_now_and_then();
+      if (origin != nullptr) *origin = CacheOrigin::local;
+      return bytes;
+    }
+  }
+  counts.local_misses.fetch_add(1);
+  if (!remote_) {
+    open_->flush_now_and_then();
+    return std::nullopt;
+  }
+  internal::RemoteLevel::Fetched fetched = remote_->fetch(key);
+  using Outcome = internal::RemoteLevel::Outcome;
+  switch (fetched.outcome) {
+    case Outcome::hit:  // counted below, once it proves usable here
+      break;
+    case Outcome::miss:
+      counts.misses.fetch_add(1);
+      break;
+    case Outcome::fault:
+      counts.errors.fetch_add(1);
+      break;
+    case Outcome::rejected:
+      counts.rejected.fetch_add(1);
+      break;
+    case Outcome::off:
+      break;
+  }
+  if (fetched.outcome != Outcome::hit) {
+    open_->flush_now_and_then();
+    return std::nullopt;
+  }
+  std::optional<std::string> bytes = bytes_of(fetched.payload, base_);
+  if (!bytes) {  // pinned to another checkout: what this one compiles will be stored instead
+    remote_->unusable_hit();
+    counts.misses.fetch_add(1);
+    open_->flush_now_and_then();
+    return std::nullopt;
+  }
+  counts.hits.fetch_add(1);
+  counts.bytes_down.fetch_add(fetched.payload.size());
+  open_->flush_now_and_then();
+  put_local(name, fetched.payload);
+  if (origin != nullptr) *origin = CacheOrigin::remote;
+  return bytes;
+}
+
+void Cache::put_local(const std::string& name, std::string_view payload) const {
   std::string entry;
-  entry.reserve(kMagic.size() + kHashHex + 1 + bytes.size());
-  entry.append(kMagic).append(hex128(bytes.data(), bytes.size())).append(1, '\n').append(bytes);
+  entry.reserve(kMagic.size() + kHashHex + 1 + payload.size());
+  entry.append(kMagic)
+      .append(hex128(payload.data(), payload.size()))
+      .append(1, '\n')
+      .append(payload);
   try {
     // Atomic: readers see the old entry or the new one, whole.
     internal::write_file_atomically_at(open_->fd.get(), name, entry, std::nullopt,
@@ -247,10 +503,21 @@ void Cache::put(std::string_view key, std::string_view bytes) const {
     return;  // not stored (cache.h: a failed store is not the caller's problem)
   }
   std::uint64_t threshold = std::max<std::uint64_t>(1, max_bytes_ / 32);
-  std::uint64_t unmeasured = unmeasured_->fetch_add(bytes.size()) + bytes.size();
+  std::uint64_t unmeasured = unmeasured_->fetch_add(payload.size()) + payload.size();
   if (unmeasured >= threshold) {
     unmeasured_->store(0);
     evict();
+  }
+}
+
+void Cache::put(std::string_view key, std::string_view bytes) const {
+  if (!enabled_) return;
+  std::string name = entry_name(key);
+  std::string payload = payload_of(bytes, base_);
+  put_local(name, payload);
+  if (remote_ && remote_->store(key, payload)) {
+    open_->counts.uploads.fetch_add(1);
+    open_->counts.bytes_up.fetch_add(payload.size());
   }
 }
 
@@ -280,6 +547,17 @@ Cache::Stats Cache::stats() const {
     ++stats.server_files;
     stats.server_bytes += file.size;
   }
+  open_->flush();
+  std::array<std::uint64_t, 9> c = read_counters(directory_ / kCountersFile);
+  stats.local_hits = c[0];
+  stats.local_misses = c[1];
+  stats.remote = {.hits = c[2],
+                  .misses = c[3],
+                  .errors = c[4],
+                  .uploads = c[5],
+                  .rejected = c[6],
+                  .bytes_down = c[7],
+                  .bytes_up = c[8]};
   return stats;
 }
 
@@ -289,6 +567,11 @@ void Cache::clear() const {
   for_each_file(open_->fd.get(), is_entry_or_temporary_name,
                 [&](const char* name, const struct stat&) { doomed.emplace_back(name); });
   for (const std::string& name : doomed) (void)::unlinkat(open_->fd.get(), name.c_str(), 0);
+  open_->flush();
+  {
+    FileLock lock(directory_ / kCountersLock);
+    (void)::unlinkat(open_->fd.get(), kCountersFile, 0);
+  }
   // A live server makes its files again (a compile that holds one open keeps reading it).
   for (const internal::ServerFile& file :
        internal::server_files(directory_ / internal::kServersDirectory))

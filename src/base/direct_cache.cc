@@ -1,7 +1,10 @@
 // DirectCache and parse_depfile (kiln/direct_cache.h).
 #include "kiln/direct_cache.h"
 
+#include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <ctime>
@@ -9,6 +12,9 @@
 #include <set>
 #include <unordered_map>
 
+#include <fmt/format.h>
+
+#include "internal/fd.h"
 #include "internal/files.h"
 
 namespace kiln {
@@ -71,6 +77,55 @@ std::optional<std::string> content_hash(const fs::path& path) {
   }
   return hash;
 }
+
+// content_key of the file's bytes, read through a mapping (a compiler library is 100 MB).
+std::optional<std::string> mapped_content_key(const fs::path& path) {
+  internal::UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  struct stat st {};
+  if (!fd || ::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) return std::nullopt;
+  if (st.st_size == 0) return content_key("");
+  auto size = static_cast<size_t>(st.st_size);
+  void* map = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd.get(), 0);
+  if (map == MAP_FAILED) return std::nullopt;
+  std::string key = content_key(std::string_view(static_cast<const char*>(map), size));
+  ::munmap(map, size);
+  return key;
+}
+
+}  // namespace
+
+std::string file_content_identity(const fs::path& path, const Cache* memo) {
+  static std::mutex mutex;
+  static std::unordered_map<std::string, std::pair<std::string, std::string>> seen;
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return "";
+  std::string stamp_text =
+      fmt::format("{} {} {} {} {} {}", path.string(), st.st_dev, st.st_ino, st.st_size,
+                  stamp(st.st_mtim).count(), stamp(st.st_ctim).count());
+  {
+    std::lock_guard lock(mutex);
+    auto it = seen.find(path.string());
+    if (it != seen.end() && it->second.first == stamp_text) return it->second.second;
+  }
+  std::optional<Cache> local;
+  if (memo != nullptr && memo->enabled()) local = memo->local_only();
+  std::string memo_key = cache_key({"kiln-file-content-1", stamp_text});
+  std::optional<std::string> identity = local ? local->get(memo_key) : std::nullopt;
+  if (!identity) {
+    std::chrono::nanoseconds before = coarse_now();
+    std::optional<std::string> key = mapped_content_key(path);
+    if (!key) return "";
+    identity = "content:" + *key;
+    // Remembered only when the file was last changed before this tick: see content_hash.
+    if (stamp(st.st_ctim) >= before || stamp(st.st_mtim) >= before) return *identity;
+    if (local) local->put(memo_key, *identity);
+  }
+  std::lock_guard lock(mutex);
+  seen[path.string()] = {stamp_text, *identity};
+  return *identity;
+}
+
+namespace {
 
 // Whether the file's content or inode changed at or after `since` (or cannot be told).
 bool changed_since(const fs::path& path, std::chrono::nanoseconds since) {
@@ -172,19 +227,28 @@ std::string DirectCache::manifest_key() const { return cache_key({"kiln-direct-2
 // One entry per key: "<hash> <path>\n" for each header the compiler read, an empty line, then
 // the result's bytes. One file, not a manifest and a result apart: half the files to create,
 // and no manifest whose result was evicted without it.
-std::optional<std::string> DirectCache::get() const {
-  std::optional<std::string> entry = cache_.get(manifest_key());
+std::optional<std::string> DirectCache::get(CacheOrigin* origin) const {
+  std::optional<std::string> entry = cache_.get(manifest_key(), origin);
   if (!entry) return std::nullopt;
   std::string_view rest = *entry;
   for (;;) {
     size_t end = rest.find('\n');
-    if (end == std::string_view::npos) return std::nullopt;
+    if (end == std::string_view::npos) {
+      if (origin != nullptr) *origin = CacheOrigin::none;
+      return std::nullopt;
+    }
     if (end == 0) break;  // the empty line: the result follows
     size_t space = rest.find(' ');
-    if (space == std::string_view::npos || space > end) return std::nullopt;
+    if (space == std::string_view::npos || space > end) {
+      if (origin != nullptr) *origin = CacheOrigin::none;
+      return std::nullopt;
+    }
     std::optional<std::string> hash =
-        content_hash(fs::path(rest.substr(space + 1, end - space - 1)));
-    if (!hash || *hash != rest.substr(0, space)) return std::nullopt;
+        content_hash(cache_.resolved(rest.substr(space + 1, end - space - 1)));
+    if (!hash || *hash != rest.substr(0, space)) {
+      if (origin != nullptr) *origin = CacheOrigin::none;
+      return std::nullopt;
+    }
     rest.remove_prefix(end + 1);
   }
   return std::string(rest.substr(1));
@@ -217,7 +281,8 @@ bool DirectCache::put(const std::vector<fs::path>& headers, std::string_view byt
     if (header.string().find('\n') != std::string::npos) return false;
     std::optional<std::string> hash = content_hash(header);  // read, then stat: see the header
     if (!hash || changed_since(header, started_)) return false;
-    manifest += *hash + ' ' + header.string() + '\n';
+    // Under the base directory, relative to it: the same header in every checkout.
+    manifest += *hash + ' ' + cache_.relocated(header.string()) + '\n';
   }
   manifest += '\n';
   manifest += bytes;

@@ -22,8 +22,9 @@ void add_part(std::string& blob, std::string_view part) {
   blob += part;
 }
 
-// `text` with the job's own directories named as $WORK and $OUT: a command names the same
-// files in every build, wherever its temporary directory is.
+// `text` with the job's own directories named as $WORK and $OUT, and the base directory as
+// $BASE: a command names the same files in every build, wherever its temporary directory is,
+// and in every checkout of the project.
 std::string stable(std::string text, const Workspace& ws) {
   for (const auto& [dir, name] :
        {std::pair{ws.work_dir.string(), "$WORK"}, std::pair{ws.out_dir.string(), "$OUT"}}) {
@@ -33,7 +34,7 @@ std::string stable(std::string text, const Workspace& ws) {
       at += std::string_view(name).size();
     }
   }
-  return text;
+  return ws.cache != nullptr ? ws.cache->relocated(text) : text;
 }
 
 nlohmann::json step_material(const RecipeStep& step, const Workspace& ws) {
@@ -94,7 +95,7 @@ std::string key_text(const Job& job, const Recipe& recipe, const Workspace& ws) 
   std::vector<std::pair<fs::path, std::string>> hashed = files.hashes();
   for (size_t i = 0; i < hashed.size(); ++i) {
     const auto& [path, hash] = hashed[i];
-    add_part(blob, i < job.sources.size() ? path.string() : path.filename().string());
+    add_part(blob, i < job.sources.size() ? stable(path.string(), ws) : path.filename().string());
     add_part(blob, hash);
   }
   return blob;

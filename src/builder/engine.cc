@@ -192,7 +192,17 @@ Report run_build(const Manifest& manifest, const Options& options) {
   bool distributes = false;
   for (size_t i = 0; i < manifest.jobs.size(); ++i) distributes |= runner.runs_elsewhere(i);
   int local = distributes ? (options.local_jobs > 0 ? options.local_jobs : default_jobs()) : 0;
+  RemoteCounters before = runner.cache().remote_counters();
   Report report = detail::schedule(manifest, options, threads, runner, local);
+  RemoteCounters after = runner.cache().remote_counters();
+  report.remote_cache = runner.cache().remote_description();
+  report.remote = {.hits = after.hits - before.hits,
+                   .misses = after.misses - before.misses,
+                   .errors = after.errors - before.errors,
+                   .uploads = after.uploads - before.uploads,
+                   .rejected = after.rejected - before.rejected,
+                   .bytes_down = after.bytes_down - before.bytes_down,
+                   .bytes_up = after.bytes_up - before.bytes_up};
   report.local_threads = local > 0 ? std::min(local, threads) : threads;
   report.jobs_source = std::move(jobs_source);
   report.cache_warning = runner.cache_warning();
@@ -219,7 +229,8 @@ PlannedJob plan_job(const Manifest& manifest, const Options& options, detail::Bu
                               .output = work / job.output_name(),
                               .out_dir = runner.out_dir(),
                               .inputs = inputs,
-                              .files = &files};
+                              .files = &files,
+                              .cache = &runner.cache()};
   detail::JobRecipe prepared = detail::prepare(job, options, workspace, runner.tools());
   PlannedJob planned{&job, runner.output_of(index), false, prepared.skip_reason, {}};
   const detail::Route& route = runner.route(index);

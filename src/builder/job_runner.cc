@@ -96,11 +96,14 @@ void store(const DirectCache& direct, const JobRecipe& prepared, const Workspace
 }
 
 // The build's cache: a cache that cannot be opened is a miss for every job, with `warning` saying
-// why, never a failed build (a planted or unsafe directory is still not used).
-Cache open_cache(bool wanted, std::string& warning) {
+// why, never a failed build (a planted or unsafe directory is still not used). Paths under the
+// manifest's directory ($KILN_BASE_DIR when set) are keyed relative to it.
+Cache open_cache(bool wanted, const fs::path& manifest_directory, std::string& warning) {
   if (!wanted) return Cache::disabled();
   try {
-    return Cache::open();
+    CacheOptions options;
+    options.base_directory = internal::env("KILN_BASE_DIR").value_or(manifest_directory.string());
+    return Cache::open(options);
   } catch (const Error& e) {
     warning = fmt::format("kiln's kernel cache is not used: {}", e.what());
     return Cache::disabled();
@@ -115,7 +118,7 @@ BuildRunner::BuildRunner(const Manifest& manifest, const Options& options, int t
       options_(options),
       index_(index_by_name(manifest)),
       out_dir_(fs::absolute(options.out_dir)),
-      cache_(open_cache(options.use_cache, cache_warning_)),
+      cache_(open_cache(options.use_cache, manifest.directory, cache_warning_)),
       tools_(cache_),
       routes_(std::move(routes)),
       sccache_(std::move(sccache)) {
@@ -250,7 +253,8 @@ Attempt BuildRunner::make(std::size_t index, const RunScope::Limits& limits, int
                       .out_dir = out_dir_,
                       .inputs = std::move(inputs),
                       .nvrtc_worker = nvrtc_workers_[static_cast<size_t>(worker)].get(),
-                      .files = &files};
+                      .files = &files,
+                      .cache = &cache_};
   const Route& route = routes_[index];
   workspace.launcher_env = launcher_env(route, worker, work);
   JobRecipe prepared = prepare(job, options_, workspace, tools_);
@@ -261,9 +265,12 @@ Attempt BuildRunner::make(std::size_t index, const RunScope::Limits& limits, int
   std::optional<DirectCache> direct;  // before the compile: it hashes the sources as they are
   if (cache_.enabled() && prepared.recipe.cacheable) {
     direct.emplace(cache_, build_key(job, prepared, workspace), files.hashes());
-    if (std::optional<std::string> bytes = direct->get()) {
+    CacheOrigin origin = CacheOrigin::none;
+    if (std::optional<std::string> bytes = direct->get(&origin)) {
       internal::write_file_atomically(output, *bytes, output_mode(job.kind));
-      return {.result = Attempt::Result::from_cache, .output = output};
+      return {.result = Attempt::Result::from_cache,
+              .output = output,
+              .from_remote = origin == CacheOrigin::remote};
     }
   }
   making.emplace(limits);

@@ -96,7 +96,9 @@ Recipe Chooser::cuda_kernel() {
       .source_path = job_.sources.empty() ? fs::path() : job_.sources.front(),
       .backend = job_.backend,
       .launcher = launcher(),
-      .use_cache = false};
+      // The kernel cache that `kiln cuda compile` and kiln.support.nvcc.compile_cuda share: a
+      // kernel one of them compiled is not compiled again here, and the other way round.
+      .use_cache = ws_.cache != nullptr && ws_.cache->enabled()};
   headers = [code, compile](const fs::path& scratch) {
     cuda::CompileOptions scan = compile;
     scan.launcher.reset();  // a header scan is no compile to distribute

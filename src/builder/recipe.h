@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "keyed_files.h"
+#include "kiln/cache.h"
 #include "kiln/build.h"
 #include "kiln/launcher.h"
 #include "kiln/manifest.h"
@@ -38,6 +39,10 @@ struct Workspace {
   // Set on the job's launcher besides its own environment: the build's sccache server of this
   // slot, where icecc or distcc log (kiln/launcher.h: kLauncherPlumbing, never keyed).
   Launcher::Environment launcher_env{};
+  // The build's cache: keys name paths relative to its base directory (Cache::relocated), and a
+  // CUDA compile is looked up in the kernel cache kiln.support.nvcc shares when it is enabled;
+  // nullptr: absolute paths, no kernel cache.
+  const Cache* cache = nullptr;
 };
 
 struct JobRecipe {

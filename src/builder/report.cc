@@ -23,6 +23,16 @@ std::map<std::string, std::size_t> where_counts(const Report& report) {
   return counts;
 }
 
+// The remote level's part of the summary; null without one.
+nlohmann::json remote_json(const Report& report) {
+  if (report.remote_cache.empty()) return nullptr;
+  const RemoteCounters& r = report.remote;
+  return {{"server", report.remote_cache}, {"hits", r.hits},
+          {"misses", r.misses},            {"errors", r.errors},
+          {"rejected", r.rejected},        {"uploads", r.uploads},
+          {"bytes_down", r.bytes_down},    {"bytes_up", r.bytes_up}};
+}
+
 nlohmann::json summary_json(const Report& report) {
   const Summary& s = report.summary;
   return {
@@ -30,11 +40,17 @@ nlohmann::json summary_json(const Report& report) {
       {"cached", s.cached},   {"failed", s.failed},          {"timeout", s.timeout},
       {"crashed", s.crashed}, {"skipped", s.skipped},        {"total", report.jobs.size()},
       {"seconds", s.seconds}, {"jobs", report.threads},      {"interrupted", s.interrupted},
-      {"ok", s.ok()}};
+      {"ok", s.ok()},         {"remote_cache", remote_json(report)}};
 }
 
 // The part of a failed job's log a trace event carries: enough to see the error in Perfetto.
 constexpr size_t kTraceLogBytes = 2000;
+
+std::string human_bytes(std::uint64_t bytes) {
+  if (bytes < 10 * 1024) return fmt::format("{} B", bytes);
+  if (bytes < 10 * 1024 * 1024) return fmt::format("{:.1f} KiB", static_cast<double>(bytes) / 1024);
+  return fmt::format("{:.1f} MiB", static_cast<double>(bytes) / (1024 * 1024));
+}
 
 long long microseconds(double seconds) { return static_cast<long long>(seconds * 1e6); }
 
@@ -137,6 +153,14 @@ std::string summary_text(const Report& report) {
       s.interrupted ? " -- interrupted" : "");
   if (!report.jobs_source.empty()) text += fmt::format("-j auto: {}\n", report.jobs_source);
   text += where_text(report);
+  if (!report.remote_cache.empty()) {
+    const RemoteCounters& r = report.remote;
+    text += fmt::format(
+        "remote cache {}: {} hits, {} misses, {} errors{}, {} down, {} uploaded ({})\n",
+        report.remote_cache, r.hits, r.misses, r.errors,
+        r.rejected > 0 ? fmt::format(", {} rejected", r.rejected) : "", human_bytes(r.bytes_down),
+        r.uploads, human_bytes(r.bytes_up));
+  }
   std::vector<const JobResult*> ran;
   for (const JobResult& job : report.jobs) {
     if (job.worker >= 0 && job.status != JobStatus::skipped) ran.push_back(&job);

@@ -32,6 +32,8 @@ struct Attempt {
   bool compiler_crashed = false;
   // made / from_cache: the output file.
   std::filesystem::path output{};
+  // from_cache: true when the remote level (not this machine's cache) held it.
+  bool from_remote = false;
   // failed: what went wrong, in full; skipped: why; made: what its tools printed (warnings).
   std::string log{};
   // Each command the job ran, as a shell would quote it.

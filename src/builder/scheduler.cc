@@ -42,7 +42,7 @@ std::string_view ended_in_words(JobStatus status) {
 // (no launcher, or one that says nothing) locally; "" when nothing of it ran.
 void record_where(JobResult& result, const Attempt& attempt) {
   if (attempt.result == Attempt::Result::from_cache) {
-    result.ran = "kiln-cache";
+    result.ran = attempt.from_remote ? "remote-cache" : "kiln-cache";
     return;
   }
   bool ran = attempt.result == Attempt::Result::made ||

@@ -186,6 +186,7 @@ std::vector<Finding> run_checks(const Options& options) {
   append(check_python_tvm(options.python));
   findings.push_back(check_parallel_jobs());
   findings.push_back(check_ccache());
+  append(check_remote_cache());
   if (!options.source.empty()) append(check_submodules(options.source));
   if (!options.library.empty()) append(check_library(options.library));
   return findings;

@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "kiln/direct_cache.h"
 #include "kiln/error.h"
 #include "kiln/paths.h"
 #include "kiln/process.h"
@@ -14,10 +15,8 @@ namespace kiln {
 namespace fs = std::filesystem;
 
 std::string ToolIdentities::of_file(const fs::path& file) {
-  struct stat st {};
-  if (::stat(file.c_str(), &st) != 0) return file.string();
-  return fmt::format("{} {} {}.{}", file.string(), st.st_size, st.st_mtim.tv_sec,
-                     st.st_mtim.tv_nsec);
+  std::string identity = file_content_identity(file);
+  return identity.empty() ? file.string() : identity;
 }
 
 ToolIdentities::Identity ToolIdentities::of(const std::string& program) {
@@ -90,15 +89,22 @@ ToolIdentities::Identity ToolIdentities::find_out(const std::string& program) {
   if (!path) return identity;
   std::error_code ec;
   fs::path real = fs::canonical(*path, ec);
+  // Known by content, not by path: the same compiler on another machine, or installed at
+  // another place, is the same tool for a shared cache; a rebuilt one is another.
+  std::optional<Cache> local;
   if (!ec) {
     identity.path = real;
-    identity.text = of_file(real);
+    if (cache_.enabled()) local = cache_.local_only();
+    std::string content = file_content_identity(real, local ? &*local : nullptr);
+    identity.text = content.empty() ? real.string() : content;
   }
-  std::string key = kiln::cache_key({"kiln-tool-version-1", identity.text});
-  std::optional<std::string> version = ec ? std::nullopt : cache_.get(key);
+  // The version is this machine's answer: remembered locally, keyed by the file's place and
+  // content, never fetched from a shared cache.
+  std::string key = kiln::cache_key({"kiln-tool-version-2", real.string(), identity.text});
+  std::optional<std::string> version = local ? local->get(key) : std::nullopt;
   if (!version) {
     version = probe_version(*path);
-    if (version && !ec) cache_.put(key, *version);
+    if (version && local) local->put(key, *version);
   }
   if (version) identity.text += " " + *version;
   return identity;

@@ -1,9 +1,11 @@
 // kiln build [MANIFEST] [-j N|auto] [--local-jobs N] [--timeout S] [--out DIR] [--json FILE]
 // [--trace FILE]
 //            [--launcher L] [--keep-going] [--no-cache] [--dry-run] [--allow-shared-out] [-v]
+//            [--remote-cache URL] [--remote-cache-mode read-only|read-write]
 // Builds every job of a manifest (default: the bundled examples), with progress, a summary, and
 // Ctrl-C that stops everything and leaves no partial output.
 #include <signal.h>
+#include <stdlib.h>
 
 #include <charconv>
 #include <cstdio>
@@ -22,6 +24,7 @@
 #include "kiln/error.h"
 #include "kiln/launcher.h"
 #include "kiln/manifest.h"
+#include "kiln/remote_store.h"
 #include "kiln/text.h"
 #include "progress.h"
 
@@ -45,7 +48,22 @@ struct BuildArgs {
   bool dry_run = false;
   bool allow_shared_out = false;
   bool verbose = false;
+  std::string remote_cache;
+  std::string remote_cache_mode;
 };
+
+// --remote-cache and --remote-cache-mode become KILN_REMOTE_CACHE and KILN_REMOTE_CACHE_MODE, so
+// that every cache of the build (the jobs', the CUDA kernels', its NVRTC workers') uses them. A
+// mode or URL kiln cannot read is a bad command line (exit 2), not a warning.
+void configure_remote_cache(const BuildArgs& args) {
+  if (!args.remote_cache.empty()) ::setenv("KILN_REMOTE_CACHE", args.remote_cache.c_str(), 1);
+  if (!args.remote_cache_mode.empty()) {
+    ::setenv("KILN_REMOTE_CACHE_MODE", args.remote_cache_mode.c_str(), 1);
+  }
+  if (std::optional<RemoteCacheOptions> remote = RemoteCacheOptions::from_environment()) {
+    (void)RemoteStoreOptions::parse(remote->url, remote->credentials_file, remote->ca_file);
+  }
+}
 
 // The manifest to build: the one named, else examples/kiln.json here, else the bundled one.
 fs::path manifest_path(const std::string& given) {
@@ -79,6 +97,7 @@ std::optional<LauncherKind> launcher_of(const std::string& name) {
 }
 
 int run_build_command(const BuildArgs& args) {
+  configure_remote_cache(args);
   fs::path file = manifest_path(args.manifest);
   build::Manifest manifest;
   try {
@@ -159,6 +178,14 @@ void add_build(CLI::App& app, int* status) {
                   "front of nvcc; NVRTC compiles in kiln's process, never elsewhere)");
   sub->add_flag("--keep-going", args->keep_going, "Build what does not depend on a failure");
   sub->add_flag("--no-cache", args->no_cache, "Neither read nor fill the cache");
+  sub->add_option("--remote-cache", args->remote_cache,
+                  "A shared second level for the cache: redis://host[:port][/db], "
+                  "redis+unix:///path, or http(s)://host/prefix (ccache/Bazel layout); default "
+                  "$KILN_REMOTE_CACHE (docs/remote-cache.md)");
+  sub->add_option("--remote-cache-mode", args->remote_cache_mode,
+                  "read-only (default: only fetch) or read-write (also upload what is built); "
+                  "default $KILN_REMOTE_CACHE_MODE")
+      ->check(CLI::IsMember({"read-only", "read-write"}));
   sub->add_flag("--dry-run", args->dry_run, "Print what would be built, build nothing");
   sub->add_flag("-v,--verbose", args->verbose,
                 "Also print what the tools of each job that was done printed (warnings; "

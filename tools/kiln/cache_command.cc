@@ -1,4 +1,5 @@
-// kiln cache stats|clear: where kiln's kernel cache is and how big, or empty it.
+// kiln cache stats|clear: where kiln's kernel cache is, how big, how often it hit (locally and on
+// the remote level), or empty it.
 #include <iostream>
 
 #include <fmt/format.h>
@@ -11,7 +12,8 @@ namespace kiln::cli {
 void add_cache(CLI::App& app, int* status) {
   CLI::App* cache = app.add_subcommand("cache", "kiln's kernel cache");
   cache->require_subcommand(1);
-  CLI::App* stats = cache->add_subcommand("stats", "Where the cache is, how many entries, how big");
+  CLI::App* stats = cache->add_subcommand(
+      "stats", "Where the cache is, how many entries, how big, and its hits and misses");
   stats->callback([status] {
     require_no_passthrough("cache stats");
     Cache c = Cache::open();
@@ -26,11 +28,25 @@ void add_cache(CLI::App& app, int* status) {
           "until reaped)\n",
           c.directory().string(), s.entries, s.bytes, s.server_files, s.server_bytes, c.max_bytes(),
           s.temporary_files, s.temporary_bytes);
+      std::string remote = c.remote_description();
+      std::cout << fmt::format(
+          "lookups    (every kiln process since the last `kiln cache clear`)\n"
+          "  local hits      {}\n  local misses    {}\n"
+          "remote     {}\n"
+          "  remote hits     {}\n  remote misses   {}\n  remote errors   {}\n"
+          "  remote rejected {} (objects whose content did not match their hash)\n"
+          "  uploads         {}\n  bytes down      {}\n  bytes up        {}\n",
+          s.local_hits, s.local_misses,
+          remote.empty() ? "none (set KILN_REMOTE_CACHE; docs/remote-cache.md)" : remote,
+          s.remote.hits, s.remote.misses, s.remote.errors, s.remote.rejected, s.remote.uploads,
+          s.remote.bytes_down, s.remote.bytes_up);
     }
     *status = kExitOk;
   });
   CLI::App* clear = cache->add_subcommand(
-      "clear", "Remove every entry and the compile servers' precompiled headers");
+      "clear",
+      "Remove every entry, the compile servers' precompiled headers and the counters (never "
+      "what a remote cache holds)");
   clear->callback([status] {
     require_no_passthrough("cache clear");
     Cache c = Cache::open();

@@ -45,9 +45,13 @@ Request request_of(std::string_view code, const CompileOptions& options);
 CompileResult compile_or_elsewhere(std::string_view code, const CompileOptions& options,
                                    const NvrtcCall& no_server);
 
-// A file as part of a cache key: its path, size and modification time (a reinstalled compiler
-// or library is a different one).
-std::string file_identity(const std::filesystem::path& path);
+// A file as part of a cache key: its content (file_content_identity), so a reinstalled or
+// upgraded compiler is a different one and the same one elsewhere is the same.
+// `memo`: remembers the content's hash across processes (file_content_identity).
+std::string file_identity(const std::filesystem::path& path, const Cache* memo = nullptr);
+// A file as this machine knows it (path, size, modification time): for what is per machine
+// (a compile server's address, a tool's remembered --version), never for a shared key.
+std::string file_stamp(const std::filesystem::path& path);
 // Joins strings with NUL bytes, for a cache key.
 std::string joined_for_key(const std::vector<std::string>& parts);
 
@@ -86,8 +90,8 @@ std::optional<std::vector<std::filesystem::path>> nvrtc_headers(
     const std::filesystem::path& scratch, const std::filesystem::path& source_dir = {},
     bool nvrtc = true);
 // A cache key's part for the directory the compile runs in: relative include directories, and
-// "..." includes of NVRTC, are found from it.
-std::string working_directory_for_key();
+// "..." includes of NVRTC, are found from it. Relative to the cache's base directory.
+std::string working_directory_for_key(const Cache& cache);
 
 // The name NVRTC gets for the program: the user's file (absolute) when known, else the seed's
 // "tvm_kernels.cu".

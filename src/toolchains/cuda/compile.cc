@@ -13,6 +13,7 @@
 #include "internal/files.h"
 #include "internal/shell_words.h"
 #include "kiln/cache.h"
+#include "kiln/direct_cache.h"
 #include "kiln/cuda.h"
 #include "kiln/error.h"
 
@@ -78,7 +79,14 @@ std::string machine() {
   return ::uname(&names) == 0 ? names.machine : "x86_64";
 }
 
-std::string file_identity(const std::filesystem::path& path) {
+std::string file_identity(const std::filesystem::path& path, const Cache* memo) {
+  // By content, not by path and time: the same toolkit installed on another machine (or at
+  // another place) is the same tool for the shared cache. A file that is not there is its name.
+  std::string identity = file_content_identity(path, memo);
+  return identity.empty() ? "absent:" + path.string() : identity;
+}
+
+std::string file_stamp(const std::filesystem::path& path) {
   std::error_code ec;
   auto size = std::filesystem::file_size(path, ec);
   auto time = std::filesystem::last_write_time(path, ec);
@@ -86,9 +94,9 @@ std::string file_identity(const std::filesystem::path& path) {
                      ec ? 0 : time.time_since_epoch().count());
 }
 
-std::string working_directory_for_key() {
+std::string working_directory_for_key(const Cache& cache) {
   std::error_code ec;
-  return std::filesystem::current_path(ec).string();
+  return cache.relocated(std::filesystem::current_path(ec).string());
 }
 
 std::string joined_for_key(const std::vector<std::string>& parts) {

@@ -37,13 +37,13 @@ std::string run_stage(const std::string& code, std::vector<std::string> argv, co
   return std::move(result.output);
 }
 
-// What identifies the compilers an nvcc drives: nvcc, cicc and ptxas beside it (path, size,
-// modification time). Read from the files rather than asked of `nvcc --version`, a process that
-// would cost every fresh `kiln cuda compile` ~20 ms.
-std::string nvcc_version(const std::string& nvcc) {
+// What identifies the compilers an nvcc drives: nvcc, cicc and ptxas beside it (their content,
+// remembered in `memo`). Read from the files rather than asked of `nvcc --version`, a process
+// that would cost every fresh `kiln cuda compile` ~20 ms.
+std::string nvcc_version(const std::string& nvcc, const Cache* memo) {
   fs::path bin = fs::path(nvcc).parent_path();
-  return file_identity(nvcc) + file_identity(bin / "ptxas") +
-         file_identity(bin.parent_path() / "nvvm" / "bin" / "cicc");
+  return file_identity(nvcc, memo) + file_identity(bin / "ptxas", memo) +
+         file_identity(bin.parent_path() / "nvvm" / "bin" / "cicc", memo);
 }
 
 std::string nvcc_program() {
@@ -137,10 +137,13 @@ NvccSource nvcc_source(const Request& request, const fs::path& dir, bool dump) {
 std::string nvcc_cache_key(const std::vector<std::string>& cmd, const Request& request,
                            const NvccSource& source, const std::optional<NvshmemPaths>& nvshmem) {
   std::string nvshmem_lib;
-  if (nvshmem) nvshmem_lib = file_identity(nvshmem->lib_dir / "libnvshmem_device.a");
-  return cache_key({"nvcc-2", file_identity(fs::path(cmd[0])), nvcc_version(cmd[0]),
-                    joined_for_key(cmd), request.code, nvshmem ? nvshmem->include_dir.string() : "",
-                    nvshmem_lib, source.key, working_directory_for_key()});
+  if (nvshmem) {
+    nvshmem_lib = file_identity(nvshmem->lib_dir / "libnvshmem_device.a", request.cache);
+  }
+  return cache_key({"nvcc-3", nvcc_version(cmd[0], request.cache),
+                    request.cache->relocated(joined_for_key(cmd)), request.code, nvshmem ? nvshmem->include_dir.string() : "",
+                    nvshmem_lib, request.cache->relocated(source.key),
+                    working_directory_for_key(*request.cache)});
 }
 
 // Links `object` (a relocatable NVSHMEM build) with NVSHMEM's device library and cudadevrt into

@@ -346,17 +346,23 @@ CompileResult compile_once(const Request& request, const NvrtcPlan& plan) {
 }
 
 // The kernel cache's key: the source as NVRTC gets it, every option, NVRTC's identity and
-// version, NVSHMEM's device library, and the working directory.
+// version, NVSHMEM's device library, and the working directory; paths relative to the cache's
+// base directory.
 std::string nvrtc_cache_key(const Request& request, const NvrtcPlan& plan) {
   auto [major, minor] = nvrtc_version();
   std::string nvshmem_lib;
   if (request.nvshmem) {
-    nvshmem_lib = file_identity(find_nvshmem_paths().lib_dir / "libnvshmem_device.a") +
-                  file_identity(nvjitlink().path);
+    nvshmem_lib =
+        file_identity(find_nvshmem_paths().lib_dir / "libnvshmem_device.a", request.cache) +
+        file_identity(nvjitlink().path, request.cache);
   }
-  return cache_key({"nvrtc-3", format_name(request.format), plan.arch, plan.prepared.text,
-                    joined_for_key(plan.options), file_identity(nvrtc().path),
-                    fmt::format("{}.{}", major, minor), nvshmem_lib, working_directory_for_key()});
+  // The text names the user's file (#line): relative to the base directory, as every path.
+  return cache_key({"nvrtc-4", format_name(request.format), plan.arch,
+                    request.cache->relocated(plan.prepared.text),
+                    request.cache->relocated(joined_for_key(plan.options)),
+                    file_identity(nvrtc().path, request.cache),
+                    fmt::format("{}.{}", major, minor), nvshmem_lib,
+                    working_directory_for_key(*request.cache)});
 }
 
 }  // namespace

@@ -113,7 +113,7 @@ std::optional<Address> address(std::string* why) {
     std::optional<fs::path> dir = servers_dir(why);
     if (!dir) return std::nullopt;
     std::string id = cache_key({"kiln-nvrtc-server", std::to_string(kProtocol), *program,
-                                file_identity(nvrtc().path), std::to_string(::geteuid())})
+                                file_stamp(nvrtc().path), std::to_string(::geteuid())})
                          .substr(0, 16);
     fs::path base = *dir / ("nvrtc-" + id);
     Address a{base.string() + ".sock", base.string() + ".d", base.string() + ".lock",

@@ -25,7 +25,7 @@ namespace fs = std::filesystem;
 std::string release_of(const fs::path& ptxas) {
   static std::mutex mutex;
   static auto* known = new std::map<std::string, std::string>;  // NOLINT: never destroyed
-  std::string identity = file_identity(ptxas);
+  std::string identity = file_stamp(ptxas);
   {
     std::lock_guard lock(mutex);
     if (auto it = known->find(identity); it != known->end()) return it->second;

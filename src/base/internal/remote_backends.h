@@ -1,0 +1,78 @@
+// What kiln/remote_store.h's front (remote_store.cc) and its two backends (remote_store_redis.cc,
+// remote_store_http.cc) share: the backends' constructors, the check of object names, a pool of
+// idle connections and the guard that keeps SIGPIPE from the host.
+#pragma once
+
+#include <signal.h>
+
+#include <cstddef>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "kiln/remote_store.h"
+
+namespace kiln::internal {
+
+// The backends. Neither connects here. open_http_store loads libcurl first (once per process)
+// and throws RemoteStoreError when it cannot.
+std::unique_ptr<RemoteStore> open_redis_store(const RemoteStoreOptions& options);
+std::unique_ptr<RemoteStore> open_http_store(const RemoteStoreOptions& options);
+
+// Why `library` cannot serve as kiln's libcurl (it does not load, or lacks a function kiln
+// calls): the message open_http_store would throw; "" when it can. The tests' seam for a machine
+// without libcurl.
+std::string curl_unavailable(const char* library);
+
+// Throws InvalidArgument (naming `store`) unless `kind` is 1 to 32 of [a-z0-9_-] and `hex` 1 to
+// 128 lowercase hex digits: names that can go into a URL path or a Redis key as they are.
+void check_object_name(std::string_view store, std::string_view kind, std::string_view hex);
+
+// Connections not in use, for the next caller to take: a caller takes one (or, when none is idle,
+// makes its own), and gives it back only when it is known to be in a clean state, so one that
+// failed in any way is closed rather than reused. Safe from many threads.
+template <typename Handle>
+class IdlePool {
+ public:
+  using Owned = std::unique_ptr<Handle, void (*)(Handle*)>;
+  // At most this many idle connections are kept; more are closed as they are given back.
+  static constexpr std::size_t kMaxIdle = 32;
+
+  // An idle connection, or an empty one (with a null pointer) when none is.
+  Owned take() {
+    std::lock_guard lock(mutex_);
+    if (idle_.empty()) return Owned(nullptr, nullptr);
+    Owned handle = std::move(idle_.back());
+    idle_.pop_back();
+    return handle;
+  }
+  void give_back(Owned handle) {
+    if (!handle) return;
+    std::lock_guard lock(mutex_);
+    if (idle_.size() < kMaxIdle) idle_.push_back(std::move(handle));
+  }
+
+ private:
+  std::mutex mutex_;
+  std::vector<Owned> idle_;
+};
+
+// While it lives, SIGPIPE raised by this thread's writes to a socket whose peer went away is
+// blocked, and is consumed before the guard unblocks it, so the host's disposition (by default:
+// die) never sees it; the write fails with EPIPE instead. hiredis writes with write(2), which
+// raises it; libcurl and the TLS library might.
+class SigpipeBlocked {
+ public:
+  SigpipeBlocked();
+  ~SigpipeBlocked();
+  SigpipeBlocked(const SigpipeBlocked&) = delete;
+  SigpipeBlocked& operator=(const SigpipeBlocked&) = delete;
+
+ private:
+  sigset_t old_mask_{};
+  bool was_pending_ = false;
+};
+
+}  // namespace kiln::internal

@@ -1,0 +1,340 @@
+// The HTTP(S) backend of kiln/remote_store.h, on libcurl loaded at run time: kiln links no
+// libcurl (a wheel may need nothing but glibc), so only a machine that uses an HTTP cache needs
+// it installed. <curl/curl.h> gives the types and constants; every call goes through CurlApi.
+#include <curl/curl.h>
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <cstring>
+#include <initializer_list>
+
+#include <fmt/format.h>
+
+#include "internal/remote_backends.h"
+
+namespace kiln::internal {
+namespace {
+
+constexpr const char* kCurlLibrary = "libcurl.so.4";
+// A GET body larger than this is refused, not held in memory.
+constexpr curl_off_t kMaxBody = curl_off_t{1} << 30;
+
+// The libcurl functions kiln calls.
+struct CurlApi {
+  decltype(&curl_global_init) global_init = nullptr;
+  decltype(&curl_easy_init) easy_init = nullptr;
+  decltype(&curl_easy_setopt) easy_setopt = nullptr;
+  decltype(&curl_easy_perform) easy_perform = nullptr;
+  decltype(&curl_easy_getinfo) easy_getinfo = nullptr;
+  decltype(&curl_easy_cleanup) easy_cleanup = nullptr;
+  decltype(&curl_easy_strerror) easy_strerror = nullptr;
+  decltype(&curl_easy_reset) easy_reset = nullptr;
+  decltype(&curl_slist_append) slist_append = nullptr;
+  decltype(&curl_slist_free_all) slist_free_all = nullptr;
+};
+
+std::string needs_libcurl(std::string_view library, std::string_view why) {
+  return fmt::format(
+      "the HTTP remote cache needs libcurl ({}: {}; Debian: apt-get install libcurl4)", library,
+      why);
+}
+
+// Fills `api` from `library` (never unloaded); returns "" or the message saying why it cannot.
+std::string load_curl(const char* library, CurlApi& api) {
+  void* handle = ::dlopen(library, RTLD_NOW | RTLD_LOCAL);
+  if (handle == nullptr) {
+    const char* error = ::dlerror();
+    std::string_view why = error != nullptr ? error : "dlopen failed";
+    std::string prefix = fmt::format("{}: ", library);
+    if (why.starts_with(prefix)) why.remove_prefix(prefix.size());
+    return needs_libcurl(library, why);
+  }
+  std::string missing;
+  auto resolve = [&](auto& slot, const char* symbol) {
+    slot = reinterpret_cast<std::remove_reference_t<decltype(slot)>>(::dlsym(handle, symbol));
+    if (slot == nullptr && missing.empty()) missing = symbol;
+  };
+  resolve(api.global_init, "curl_global_init");
+  resolve(api.easy_init, "curl_easy_init");
+  resolve(api.easy_setopt, "curl_easy_setopt");
+  resolve(api.easy_perform, "curl_easy_perform");
+  resolve(api.easy_getinfo, "curl_easy_getinfo");
+  resolve(api.easy_cleanup, "curl_easy_cleanup");
+  resolve(api.easy_strerror, "curl_easy_strerror");
+  resolve(api.easy_reset, "curl_easy_reset");
+  resolve(api.slist_append, "curl_slist_append");
+  resolve(api.slist_free_all, "curl_slist_free_all");
+  if (!missing.empty()) return needs_libcurl(library, fmt::format("it has no {}", missing));
+  return {};
+}
+
+struct LoadedCurl {
+  CurlApi api;
+  std::string error;  // "" when loaded
+};
+
+// libcurl, loaded and initialised by the first caller (once, whichever thread that is).
+const LoadedCurl& loaded_curl() {
+  static const LoadedCurl loaded = [] {
+    LoadedCurl curl;
+    curl.error = load_curl(kCurlLibrary, curl.api);
+    if (curl.error.empty()) {
+      CURLcode code = curl.api.global_init(CURL_GLOBAL_DEFAULT);
+      if (code != CURLE_OK) {
+        curl.error = needs_libcurl(kCurlLibrary, fmt::format("curl_global_init failed: {}",
+                                                             curl.api.easy_strerror(code)));
+      }
+    }
+    return curl;
+  }();
+  return loaded;
+}
+
+enum class Method { get, put, head, del };
+
+std::string_view verb(Method method) {
+  switch (method) {
+    case Method::get:
+      return "GET";
+    case Method::put:
+      return "PUT";
+    case Method::head:
+      return "HEAD";
+    case Method::del:
+      return "DELETE";
+  }
+  return "?";
+}
+
+// What one request sends and receives; the callbacks' user data.
+struct Transfer {
+  std::string_view upload{};
+  size_t sent = 0;
+  std::string body{};
+  bool too_large = false;
+};
+
+size_t write_body(char* data, size_t size, size_t count, void* user) {
+  auto* transfer = static_cast<Transfer*>(user);
+  size_t bytes = size * count;
+  if (transfer->body.size() + bytes > static_cast<size_t>(kMaxBody)) {
+    transfer->too_large = true;
+    return 0;  // CURLE_WRITE_ERROR
+  }
+  transfer->body.append(data, bytes);
+  return bytes;
+}
+
+size_t read_upload(char* buffer, size_t size, size_t count, void* user) {
+  auto* transfer = static_cast<Transfer*>(user);
+  size_t bytes = std::min(size * count, transfer->upload.size() - transfer->sent);
+  std::memcpy(buffer, transfer->upload.data() + transfer->sent, bytes);
+  transfer->sent += bytes;
+  return bytes;
+}
+
+// libcurl rewinds an upload to send it again (on a kept-alive connection the server had closed).
+int rewind_upload(void* user, curl_off_t offset, int origin) {
+  auto* transfer = static_cast<Transfer*>(user);
+  if (origin != SEEK_SET || offset < 0 || static_cast<size_t>(offset) > transfer->upload.size()) {
+    return CURL_SEEKFUNC_CANTSEEK;
+  }
+  transfer->sent = static_cast<size_t>(offset);
+  return CURL_SEEKFUNC_OK;
+}
+
+std::string status_text(long status) {
+  switch (status) {
+    case 401:
+      return "HTTP 401 Unauthorized (no credentials, or not the right ones)";
+    case 403:
+      return "HTTP 403 Forbidden";
+    case 413:
+      return "HTTP 413 Content Too Large (the server's limit on a body)";
+    case 500:
+      return "HTTP 500 Internal Server Error";
+    case 502:
+      return "HTTP 502 Bad Gateway";
+    case 503:
+      return "HTTP 503 Service Unavailable";
+    default:
+      return fmt::format("HTTP {}", status);
+  }
+}
+
+class HttpStore final : public RemoteStore {
+ public:
+  HttpStore(const CurlApi& api, const RemoteStoreOptions& options)
+      : api_(api), options_(options), name_(redacted_url(options.url)) {
+    bool https = options.scheme == RemoteStoreOptions::Scheme::https;
+    bool ipv6 = options.host.find(':') != std::string::npos;
+    base_ = fmt::format("{}://{}{}{}:{}{}", https ? "https" : "http", ipv6 ? "[" : "",
+                        options.host, ipv6 ? "]" : "", options.port, options.path_prefix);
+    append_header("Expect:");  // no 100-continue round trip before a PUT's body
+    append_header("Content-Type: application/octet-stream");
+    if (options.token) append_header("Authorization: Bearer " + *options.token);
+  }
+  ~HttpStore() override {
+    if (headers_ != nullptr) api_.slist_free_all(headers_);
+  }
+  HttpStore(const HttpStore&) = delete;
+  HttpStore& operator=(const HttpStore&) = delete;
+
+  std::optional<std::string> get(std::string_view kind, std::string_view hex) override {
+    Transfer transfer;
+    long status = request(Method::get, kind, hex, transfer, {200, 404});
+    if (status == 404) return std::nullopt;
+    return std::move(transfer.body);
+  }
+
+  void put(std::string_view kind, std::string_view hex, std::string_view bytes) override {
+    Transfer transfer{.upload = bytes};
+    request(Method::put, kind, hex, transfer, {200, 201, 204});
+  }
+
+  bool contains(std::string_view kind, std::string_view hex) override {
+    Transfer transfer;
+    return request(Method::head, kind, hex, transfer, {200, 404}) == 200;
+  }
+
+  void remove(std::string_view kind, std::string_view hex) override {
+    Transfer transfer;
+    request(Method::del, kind, hex, transfer, {200, 202, 204, 404, 403, 405});
+  }
+
+  const std::string& name() const override { return name_; }
+
+ private:
+  using Handle = IdlePool<CURL>::Owned;
+
+  void append_header(const std::string& line) {
+    curl_slist* longer = api_.slist_append(headers_, line.c_str());
+    if (longer == nullptr) throw RemoteStoreError(fmt::format("{}: out of memory", name_));
+    headers_ = longer;
+  }
+
+  RemoteStoreError error(Method method, std::string_view kind, std::string_view hex,
+                         std::string_view what) const {
+    return RemoteStoreError(fmt::format("{}: {} {}/{}: {}", name_, verb(method), kind, hex, what));
+  }
+
+  template <typename Value>
+  void set(CURL* handle, CURLoption option, Value value) const {
+    CURLcode code = api_.easy_setopt(handle, option, value);
+    if (code != CURLE_OK) {
+      throw RemoteStoreError(
+          fmt::format("{}: setting libcurl option {}: {}", name_, static_cast<int>(option),
+                      api_.easy_strerror(code)));
+    }
+  }
+
+  void limit_protocols(CURL* handle) const {
+    if (api_.easy_setopt(handle, CURLOPT_PROTOCOLS_STR, "http,https") == CURLE_OK) return;
+    // A libcurl older than 7.85 knows only the bit mask.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+    set(handle, CURLOPT_PROTOCOLS, static_cast<long>(CURLPROTO_HTTP | CURLPROTO_HTTPS));
+#pragma GCC diagnostic pop
+  }
+
+  void configure_method(CURL* handle, Method method, Transfer& transfer) const {
+    switch (method) {
+      case Method::get:
+        set(handle, CURLOPT_HTTPGET, 1L);
+        set(handle, CURLOPT_MAXFILESIZE_LARGE, kMaxBody);
+        break;
+      case Method::head:
+        set(handle, CURLOPT_NOBODY, 1L);
+        break;
+      case Method::put:
+        set(handle, CURLOPT_UPLOAD, 1L);
+        set(handle, CURLOPT_READFUNCTION, &read_upload);
+        set(handle, CURLOPT_READDATA, &transfer);
+        set(handle, CURLOPT_SEEKFUNCTION, &rewind_upload);
+        set(handle, CURLOPT_SEEKDATA, &transfer);
+        set(handle, CURLOPT_INFILESIZE_LARGE, static_cast<curl_off_t>(transfer.upload.size()));
+        break;
+      case Method::del:
+        set(handle, CURLOPT_CUSTOMREQUEST, "DELETE");
+        break;
+    }
+  }
+
+  void configure(CURL* handle, const std::string& url, Method method, Transfer& transfer,
+                 char* errors) const {
+    set(handle, CURLOPT_URL, url.c_str());
+    set(handle, CURLOPT_NOSIGNAL, 1L);  // no SIGALRM for DNS time limits: threads
+    set(handle, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(options_.connect_timeout.count()));
+    set(handle, CURLOPT_TIMEOUT_MS, static_cast<long>(options_.operation_timeout.count()));
+    set(handle, CURLOPT_FOLLOWLOCATION, 0L);
+    limit_protocols(handle);
+    (void)api_.easy_setopt(handle, CURLOPT_HTTP09_ALLOWED, 0L);  // libcurl < 7.64: not known
+    set(handle, CURLOPT_ERRORBUFFER, errors);
+    set(handle, CURLOPT_HTTPHEADER, headers_);
+    set(handle, CURLOPT_WRITEFUNCTION, &write_body);
+    set(handle, CURLOPT_WRITEDATA, &transfer);
+    if (options_.ca_file) set(handle, CURLOPT_CAINFO, options_.ca_file->c_str());
+    if (options_.user || options_.password) {
+      set(handle, CURLOPT_HTTPAUTH, static_cast<long>(CURLAUTH_BASIC));
+      set(handle, CURLOPT_USERNAME, options_.user.value_or("").c_str());
+      set(handle, CURLOPT_PASSWORD, options_.password.value_or("").c_str());
+    }
+    configure_method(handle, method, transfer);
+  }
+
+  // Sends one request on an idle handle (its connection kept alive), else a new one, and returns
+  // the status, one of `accepted`; anything else throws RemoteStoreError. A handle goes back to
+  // the pool only after an accepted answer.
+  long request(Method method, std::string_view kind, std::string_view hex, Transfer& transfer,
+               std::initializer_list<long> accepted) {
+    check_object_name(name_, kind, hex);
+    std::string url = fmt::format("{}/{}/{}", base_, kind, hex);
+    Handle handle = pool_.take();
+    if (handle) {
+      api_.easy_reset(handle.get());
+    } else {
+      handle = Handle(api_.easy_init(), api_.easy_cleanup);
+      if (!handle) throw error(method, kind, hex, "curl_easy_init failed");
+    }
+    char errors[CURL_ERROR_SIZE] = "";
+    configure(handle.get(), url, method, transfer, errors);
+    CURLcode code = CURLE_OK;
+    {
+      SigpipeBlocked sigpipe;
+      code = api_.easy_perform(handle.get());
+    }
+    if (code != CURLE_OK) {
+      if (transfer.too_large) throw error(method, kind, hex, "the object is larger than 1 GiB");
+      throw error(method, kind, hex, errors[0] != '\0' ? errors : api_.easy_strerror(code));
+    }
+    long status = 0;
+    api_.easy_getinfo(handle.get(), CURLINFO_RESPONSE_CODE, &status);
+    if (std::find(accepted.begin(), accepted.end(), status) == accepted.end()) {
+      throw error(method, kind, hex, status_text(status));
+    }
+    pool_.give_back(std::move(handle));
+    return status;
+  }
+
+  const CurlApi& api_;
+  RemoteStoreOptions options_;
+  std::string name_;
+  std::string base_;  // scheme://host:port/prefix, without credentials
+  curl_slist* headers_ = nullptr;
+  IdlePool<CURL> pool_;
+};
+
+}  // namespace
+
+std::string curl_unavailable(const char* library) {
+  CurlApi api;
+  return load_curl(library, api);
+}
+
+std::unique_ptr<RemoteStore> open_http_store(const RemoteStoreOptions& options) {
+  const LoadedCurl& curl = loaded_curl();
+  if (!curl.error.empty()) throw RemoteStoreError(curl.error);
+  return std::make_unique<HttpStore>(curl.api, options);
+}
+
+}  // namespace kiln::internal

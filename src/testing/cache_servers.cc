@@ -1,0 +1,377 @@
+#include "testing/cache_servers.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "kiln/error.h"
+#include "kiln/paths.h"
+#include "testing/test_support.h"
+
+namespace kiln::testing {
+namespace {
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+
+constexpr auto kStartLimit = 10s;
+constexpr int kStartAttempts = 5;
+
+sockaddr_in loopback(int port) {
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  address.sin_port = htons(static_cast<uint16_t>(port));
+  return address;
+}
+
+// A connected socket (1 s limits on reads and writes), or -1.
+int connect_to(int port, const fs::path& socket_path) {
+  int family = socket_path.empty() ? AF_INET : AF_UNIX;
+  int fd = ::socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return -1;
+  timeval limit{1, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &limit, sizeof limit);
+  ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &limit, sizeof limit);
+  int result = -1;
+  if (family == AF_INET) {
+    sockaddr_in address = loopback(port);
+    result = ::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address);
+  } else {
+    sockaddr_un address{};
+    address.sun_family = AF_UNIX;
+    std::string path = socket_path.string();
+    if (path.size() >= sizeof address.sun_path) {
+      ::close(fd);
+      return -1;
+    }
+    std::memcpy(address.sun_path, path.c_str(), path.size() + 1);
+    result = ::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address);
+  }
+  if (result != 0) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+// Whether a Redis server answers PING there (+PONG, or -NOAUTH when it wants a password).
+bool answers_ping(int port, const fs::path& socket_path) {
+  int fd = connect_to(port, socket_path);
+  if (fd < 0) return false;
+  constexpr std::string_view kPing = "PING\r\n";
+  char reply[64] = {};
+  bool ok = ::send(fd, kPing.data(), kPing.size(), MSG_NOSIGNAL) ==
+                static_cast<ssize_t>(kPing.size()) &&
+            ::recv(fd, reply, sizeof reply - 1, 0) > 0 && (reply[0] == '+' || reply[0] == '-');
+  ::close(fd);
+  return ok;
+}
+
+bool accepts_connections(int port) {
+  int fd = connect_to(port, {});
+  if (fd >= 0) ::close(fd);
+  return fd >= 0;
+}
+
+// Waits until `ready()` or the process ends or kStartLimit passes; "" when ready, else why not.
+template <typename Ready>
+std::string wait_until_ready(BackgroundProcess& process, Ready ready) {
+  auto deadline = std::chrono::steady_clock::now() + kStartLimit;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (ready()) return {};
+    if (!process.running()) return "it exited";
+    std::this_thread::sleep_for(10ms);
+  }
+  return "it did not answer within 10 s";
+}
+
+std::optional<fs::path> find_program(std::string_view name) {
+  if (std::optional<fs::path> found = which(name)) return found;
+  for (const char* directory : {"/usr/sbin", "/usr/local/sbin", "/sbin"}) {
+    fs::path candidate = fs::path(directory) / name;
+    if (::access(candidate.c_str(), X_OK) == 0) return candidate;
+  }
+  return std::nullopt;
+}
+
+std::string with_userinfo(std::string_view scheme, std::string_view userinfo,
+                          std::string_view rest) {
+  if (userinfo.empty()) return fmt::format("{}://{}", scheme, rest);
+  return fmt::format("{}://{}@{}", scheme, userinfo, rest);
+}
+
+void write_text(const fs::path& path, const std::string& text) {
+  std::ofstream out(path, std::ios::trunc);
+  out << text;
+  if (!out) throw SystemError("write " + path.string(), errno);
+}
+
+}  // namespace
+
+int unused_loopback_port() {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in address = loopback(0);
+  socklen_t length = sizeof address;
+  int port = -1;
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0 &&
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) == 0) {
+    port = ntohs(address.sin_port);
+  }
+  ::close(fd);
+  return port;
+}
+
+// --- RedisServer ---
+
+std::optional<std::string> RedisServer::missing() {
+  if (find_program("redis-server")) return std::nullopt;
+  return "redis-server is not installed (Debian: apt-get install redis-server; "
+         "scripts/install-deps.sh --tests)";
+}
+
+RedisServer::RedisServer(const Options& options) : options_(options) {
+  if (auto why = missing()) {
+    why_ = *why;
+    return;
+  }
+  std::string failure;
+  for (int attempt = 0; attempt < kStartAttempts; ++attempt) {
+    if (start(options, failure)) return;
+    bool clash = log().find("Address already in use") != std::string::npos;
+    if (!clash || options.unix_socket) break;
+  }
+  why_ = fmt::format("redis-server did not start ({}); its log:\n{}", failure, log());
+}
+
+bool RedisServer::start(const Options& options, std::string& failure) {
+  std::vector<std::string> argv = {
+      find_program("redis-server")->string(), "--save", "", "--appendonly", "no", "--dir",
+      directory_.path().string(), "--daemonize", "no", "--logfile", "", "--bind", "127.0.0.1"};
+  if (options.unix_socket) {
+    socket_ = directory_ / "redis.sock";
+    port_ = 0;
+    argv.insert(argv.end(),
+                {"--port", "0", "--unixsocket", socket_.string(), "--unixsocketperm", "700"});
+  } else {
+    port_ = unused_loopback_port();
+    argv.insert(argv.end(), {"--port", std::to_string(port_)});
+  }
+  if (!options.password.empty()) argv.insert(argv.end(), {"--requirepass", options.password});
+  if (!options.acl_user.empty()) {
+    argv.insert(argv.end(),
+                {"--user", options.acl_user, "on", ">" + options.acl_password, "~*", "+@all"});
+  }
+  process_.reset();  // a failed attempt's server
+  fs::remove(directory_ / "redis.log");
+  process_ = std::make_unique<BackgroundProcess>(argv, BackgroundProcess::Environment{},
+                                                 directory_ / "redis.log");
+  failure = wait_until_ready(*process_, [&] { return answers_ping(port_, socket_); });
+  if (!failure.empty()) process_->stop();
+  return failure.empty();
+}
+
+std::string RedisServer::url_with(std::string_view userinfo) const {
+  if (options_.unix_socket) return with_userinfo("redis+unix", userinfo, socket_.string());
+  return with_userinfo("redis", userinfo, fmt::format("127.0.0.1:{}", port_));
+}
+
+std::string RedisServer::url() const {
+  if (!options_.acl_user.empty()) {
+    return url_with(fmt::format("{}:{}", options_.acl_user, options_.acl_password));
+  }
+  if (!options_.password.empty()) return url_with(":" + options_.password);
+  return url_with("");
+}
+
+void RedisServer::stop() {
+  if (process_) process_->stop();
+}
+
+void RedisServer::kill() {
+  if (process_) process_->kill();
+}
+
+std::string RedisServer::log() const { return read_file(directory_ / "redis.log"); }
+
+// --- WebdavServer ---
+
+std::optional<std::string> WebdavServer::missing() {
+  if (find_program("nginx")) return std::nullopt;
+  return "nginx is not installed (Debian: apt-get install nginx; scripts/install-deps.sh --tests)";
+}
+
+WebdavServer::WebdavServer(const Options& options)
+    : options_(options), objects_(directory_ / "objects") {
+  if (auto why = missing()) {
+    why_ = *why;
+    return;
+  }
+  fs::create_directories(objects_);
+  fs::create_directories(directory_ / "body");
+  std::string failure;
+  for (int attempt = 0; attempt < kStartAttempts; ++attempt) {
+    if (start(failure)) return;
+    if (log().find("Address already in use") == std::string::npos) break;
+  }
+  why_ = fmt::format("nginx did not start ({}); its log:\n{}", failure, log());
+}
+
+void WebdavServer::write_config() const {
+  const fs::path& dir = directory_.path();
+  std::string auth;
+  if (!options_.user.empty()) {
+    write_text(dir / "htpasswd", fmt::format("{}:{{PLAIN}}{}\n", options_.user, options_.password));
+    auth = fmt::format("      auth_basic \"kiln test cache\";\n      auth_basic_user_file {};\n",
+                       (dir / "htpasswd").string());
+  }
+  // Root's workers would run as nobody, who cannot write this private directory.
+  std::string user = ::geteuid() == 0 ? "user root;\n" : "";
+  std::string temp;
+  for (const char* kind : {"client_body", "proxy", "fastcgi", "uwsgi", "scgi"}) {
+    temp += fmt::format("  {}_temp_path {};\n", kind, (dir / "body").string());
+  }
+  write_text(dir / "nginx.conf",
+             fmt::format("{}worker_processes 1;\nerror_log {} warn;\n"
+                         "events {{ worker_connections 256; }}\n"
+                         "http {{\n  access_log off;\n{}  client_max_body_size 0;\n"
+                         "  server {{\n    listen 127.0.0.1:{};\n    root {};\n"
+                         "    location / {{\n      dav_methods PUT DELETE;\n"
+                         "      create_full_put_path on;\n      dav_access user:rw;\n{}"
+                         "    }}\n  }}\n}}\n",
+                         user, (dir / "error.log").string(), temp, port_, objects_.string(),
+                         auth));
+}
+
+bool WebdavServer::start(std::string& failure) {
+  port_ = unused_loopback_port();
+  write_config();
+  const fs::path& dir = directory_.path();
+  std::vector<std::string> argv = {find_program("nginx")->string(),
+                                   "-p",
+                                   dir.string(),
+                                   "-c",
+                                   (dir / "nginx.conf").string(),
+                                   "-e",
+                                   (dir / "error.log").string(),
+                                   "-g",
+                                   fmt::format("daemon off; pid {};", (dir / "nginx.pid").string())};
+  process_.reset();  // a failed attempt's server
+  fs::remove(dir / "error.log");
+  fs::remove(dir / "nginx.out");
+  process_ = std::make_unique<BackgroundProcess>(argv, BackgroundProcess::Environment{},
+                                                 dir / "nginx.out");
+  failure = wait_until_ready(*process_, [&] { return accepts_connections(port_); });
+  if (!failure.empty()) process_->stop();
+  return failure.empty();
+}
+
+std::string WebdavServer::url_with(std::string_view userinfo) const {
+  return with_userinfo("http", userinfo, fmt::format("127.0.0.1:{}", port_));
+}
+
+std::string WebdavServer::url() const {
+  if (options_.user.empty()) return url_with("");
+  return url_with(fmt::format("{}:{}", options_.user, options_.password));
+}
+
+fs::path WebdavServer::object_path(std::string_view kind, std::string_view hex) const {
+  return objects_ / kind / hex;
+}
+
+void WebdavServer::stop() {
+  if (process_) process_->stop();
+}
+
+void WebdavServer::kill() {
+  if (process_) process_->kill();
+}
+
+std::string WebdavServer::log() const {
+  return read_file(directory_ / "error.log") + read_file(directory_ / "nginx.out");
+}
+
+// --- FaultyServer ---
+
+FaultyServer::FaultyServer(Mode mode) : mode_(mode) {
+  listener_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in address = loopback(0);
+  socklen_t length = sizeof address;
+  if (listener_ < 0 ||
+      ::bind(listener_, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0 ||
+      ::listen(listener_, 64) != 0 ||
+      ::getsockname(listener_, reinterpret_cast<sockaddr*>(&address), &length) != 0 ||
+      ::pipe2(wake_, O_CLOEXEC) != 0) {
+    int error = errno;
+    for (int fd : {listener_, wake_[0], wake_[1]}) {
+      if (fd >= 0) ::close(fd);
+    }
+    throw SystemError("FaultyServer: listen on 127.0.0.1", error);
+  }
+  port_ = ntohs(address.sin_port);
+  thread_ = std::thread([this] { serve(); });
+}
+
+FaultyServer::~FaultyServer() {
+  char byte = 0;
+  (void)::write(wake_[1], &byte, 1);
+  thread_.join();
+  for (int fd : {listener_, wake_[0], wake_[1]}) ::close(fd);
+}
+
+std::string FaultyServer::url(std::string_view scheme) const {
+  return fmt::format("{}://127.0.0.1:{}", scheme, port_);
+}
+
+void FaultyServer::serve() {
+  std::map<int, std::string> clients;  // descriptor -> what it sent so far
+  for (;;) {
+    std::vector<pollfd> fds = {{wake_[0], POLLIN, 0}, {listener_, POLLIN, 0}};
+    for (const auto& [fd, received] : clients) fds.push_back({fd, POLLIN, 0});
+    if (::poll(fds.data(), fds.size(), -1) < 0 && errno != EINTR) break;
+    if (fds[0].revents != 0) break;
+    if (fds[1].revents != 0) {
+      int client = ::accept4(listener_, nullptr, nullptr, SOCK_CLOEXEC);
+      if (client >= 0) {
+        clients.emplace(client, std::string());
+        connections_.fetch_add(1);
+      }
+    }
+    for (size_t i = 2; i < fds.size(); ++i) {
+      if (fds[i].revents == 0) continue;
+      int fd = fds[i].fd;
+      char buffer[65536];
+      ssize_t n = ::recv(fd, buffer, sizeof buffer, 0);
+      std::string& received = clients[fd];
+      if (n > 0) received.append(buffer, static_cast<size_t>(n));
+      std::string_view answer;
+      if (mode_ == Mode::http_500 && received.find("\r\n\r\n") != std::string::npos) {
+        answer =
+            "HTTP/1.1 500 Internal Server Error\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
+      } else if (mode_ == Mode::garbage && !received.empty()) {
+        answer = "\x01\x02 no protocol at all \xff\xfe\r\n\r\n";
+      }
+      if (!answer.empty()) (void)::send(fd, answer.data(), answer.size(), MSG_NOSIGNAL);
+      if (n <= 0 || !answer.empty()) {
+        ::close(fd);
+        clients.erase(fd);
+      }
+    }
+  }
+  for (const auto& [fd, received] : clients) ::close(fd);
+}
+
+}  // namespace kiln::testing

@@ -1,0 +1,157 @@
+// Cache servers for the tests and benchmarks of kiln's remote cache (kiln/remote_store.h): a real
+// redis-server and a real nginx serving WebDAV, each in a temporary directory of its own and on a
+// free loopback port (Redis: or a unix socket), and FaultyServer, a loopback listener that
+// misbehaves on purpose. Each ends its server, and everything the server started, when destroyed.
+//
+//   if (auto why = kiln::testing::RedisServer::missing()) GTEST_SKIP() << *why;
+//   kiln::testing::RedisServer redis({.password = "s3cret"});
+//   ASSERT_TRUE(redis.running()) << redis.why();
+//   auto store = kiln::open_remote_store(kiln::RemoteStoreOptions::parse(redis.url()));
+#pragma once
+
+#include <sys/types.h>
+
+#include <atomic>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <thread>
+
+#include "kiln/temp_directory.h"
+#include "testing/background_process.h"
+
+namespace kiln::testing {
+
+// A loopback TCP port nothing listens on now (bound to port 0, then closed): connecting to it is
+// refused, and a server may take it (racing with other programs doing the same).
+int unused_loopback_port();
+
+class RedisServer {
+ public:
+  struct Options {
+    // When set, the default user's password (requirepass).
+    std::string password{};
+    // When set, an ACL user with every right and this password, besides the default user.
+    std::string acl_user{};
+    std::string acl_password{};
+    // Listen on a unix socket in the server's directory instead of a loopback port.
+    bool unix_socket = false;
+  };
+
+  // Why redis-server cannot run here (it is not installed), std::nullopt when it can.
+  static std::optional<std::string> missing();
+
+  // Starts redis-server (no persistence) and waits up to 10 s until it answers PING; when its
+  // port was taken meanwhile, starts it again on another. When it does not come up, running() is
+  // false and why() says why, with its log.
+  explicit RedisServer(const Options& options = {});
+  RedisServer(const RedisServer&) = delete;
+  RedisServer& operator=(const RedisServer&) = delete;
+
+  bool running() { return process_ && process_->running(); }
+  const std::string& why() const { return why_; }
+  // The URL with the options' credentials: the ACL user's when there is one, else the password:
+  // redis://[user:password@]127.0.0.1:PORT, or redis+unix://[...@]/path/redis.sock.
+  std::string url() const;
+  // The URL with `userinfo` ("user:password", ":password"; "" for none) instead.
+  std::string url_with(std::string_view userinfo) const;
+  int port() const { return port_; }  // 0 on a unix socket
+  const std::filesystem::path& socket() const { return socket_; }
+  pid_t pid() const { return process_ ? process_->pid() : -1; }
+  // SIGTERM (SIGKILL after a bound) / SIGKILL now, as a server that crashes.
+  void stop();
+  void kill();
+  std::string log() const;
+
+ private:
+  bool start(const Options& options, std::string& failure);
+
+  TempDirectory directory_;
+  Options options_;
+  int port_ = 0;
+  std::filesystem::path socket_;
+  std::unique_ptr<BackgroundProcess> process_;
+  std::string why_;
+};
+
+class WebdavServer {
+ public:
+  struct Options {
+    // When set, every request needs HTTP basic auth as this user with this password.
+    std::string user{};
+    std::string password{};
+  };
+
+  // Why nginx cannot run here (it is not installed), std::nullopt when it can.
+  static std::optional<std::string> missing();
+
+  // Starts nginx (as WebDAV: GET, HEAD, PUT, DELETE; parent directories made on PUT) and waits up
+  // to 10 s until it accepts connections; retries on another port as RedisServer does. Root runs
+  // its workers as root, so that they can write the server's private directory.
+  explicit WebdavServer(const Options& options = {});
+  WebdavServer(const WebdavServer&) = delete;
+  WebdavServer& operator=(const WebdavServer&) = delete;
+
+  bool running() { return process_ && process_->running(); }
+  const std::string& why() const { return why_; }
+  // http://[user:password@]127.0.0.1:PORT, with the options' credentials.
+  std::string url() const;
+  std::string url_with(std::string_view userinfo) const;
+  int port() const { return port_; }
+  // Where the objects land: a PUT of <url>/<kind>/<hex> writes objects()/<kind>/<hex>.
+  const std::filesystem::path& objects() const { return objects_; }
+  std::filesystem::path object_path(std::string_view kind, std::string_view hex) const;
+  pid_t pid() const { return process_ ? process_->pid() : -1; }
+  void stop();
+  void kill();
+  // nginx's error log and what it wrote to stdout and stderr.
+  std::string log() const;
+
+ private:
+  bool start(std::string& failure);
+  void write_config() const;
+
+  TempDirectory directory_;
+  Options options_;
+  int port_ = 0;
+  std::filesystem::path objects_;
+  std::unique_ptr<BackgroundProcess> process_;
+  std::string why_;
+};
+
+// A loopback TCP listener, served by a thread of its own, that misbehaves on purpose.
+class FaultyServer {
+ public:
+  enum class Mode {
+    stall,     // accepts and reads, never answers
+    http_500,  // answers each request's head with "HTTP/1.1 500 Internal Server Error", closes
+    garbage,   // answers the first bytes of a request with bytes of no protocol, closes
+  };
+
+  // Listens on a free 127.0.0.1 port. Throws SystemError when it cannot.
+  explicit FaultyServer(Mode mode);
+  // Stops the thread and closes the listener and every connection.
+  ~FaultyServer();
+  FaultyServer(const FaultyServer&) = delete;
+  FaultyServer& operator=(const FaultyServer&) = delete;
+
+  int port() const { return port_; }
+  // "<scheme>://127.0.0.1:<port>".
+  std::string url(std::string_view scheme) const;
+  // How many connections it accepted so far.
+  int connections() const { return connections_.load(); }
+
+ private:
+  void serve();
+
+  Mode mode_;
+  int listener_ = -1;
+  int port_ = 0;
+  int wake_[2] = {-1, -1};
+  std::atomic<int> connections_{0};
+  std::thread thread_;
+};
+
+}  // namespace kiln::testing
