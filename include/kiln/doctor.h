@@ -43,8 +43,8 @@ struct Options {
 };
 
 // Every check, in a fixed order: C++ compiler, CMake, LLVM, CUDA, Python, the Python side of TVM
-// (check_python_tvm), parallel jobs, ccache, the remote cache when one is set, then the submodules of options.source and the
-// library options.library when given.
+// (check_python_tvm), parallel jobs, ccache, the remote cache when one is set, then the submodules
+// of options.source and the library options.library when given.
 std::vector<Finding> run_checks(const Options& options = {});
 
 // The individual checks (run_checks calls these).

@@ -7,7 +7,8 @@ Debian packages to install, every one at once, and makes nothing.
    its stub and py.typed, the bundled examples), none of the tests, benchmarks or fuzz targets.
 2. Unpacked, it configures as `pip install` of it would (scikit-build-core's defines).
 3. In a private mount namespace where the development files of libfmt-dev, libcli11-dev,
-   nlohmann-json3-dev, libarchive-dev and libxxhash-dev are hidden (their directories covered by
+   nlohmann-json3-dev, libarchive-dev, libxxhash-dev, libhiredis-dev and libcurl4-openssl-dev are
+   hidden (their directories covered by
    empty ones, /usr/include replaced by a hard-linked copy without their headers),
    `pip wheel --no-build-isolation` of the sdist fails, names each package and the apt-get line,
    and leaves no wheel. Needs root (exit 77, skipped, otherwise; 1 with KILN_REQUIRE_WHEELS=1).
@@ -21,7 +22,8 @@ import subprocess
 import sys
 import tarfile
 
-PACKAGES = ["libfmt-dev", "libcli11-dev", "nlohmann-json3-dev", "libarchive-dev", "libxxhash-dev"]
+PACKAGES = ["libfmt-dev", "libcli11-dev", "nlohmann-json3-dev", "libarchive-dev", "libxxhash-dev",
+            "libhiredis-dev", "libcurl4-openssl-dev"]
 REQUIRED = ["pyproject.toml", "CMakeLists.txt", "cmake/KilnDependencies.cmake",
             "cmake/KilnPortable.cmake", "src/CMakeLists.txt", "src/base/cache.cc",
             "include/kiln/cache.h", "tools/kiln/main.cc", "python/CMakeLists.txt",
@@ -65,8 +67,11 @@ def hidden_paths():
             if parent == "/usr/include" and os.path.isfile(path):
                 headers.add(os.path.basename(path))
             elif os.path.basename(parent) == "cmake" or parent == "/usr/include":
-                if os.path.isdir(path):
+                if os.path.isdir(path) and not path.endswith("-linux-gnu"):  # shared by all
                     directories.add(path)
+            elif parent.startswith("/usr/include/") and parent.endswith("-linux-gnu"):
+                if os.path.isdir(path):
+                    directories.add(path)  # a multiarch header directory: <triplet>/curl
     return sorted(directories), sorted(headers)
 
 

@@ -7,8 +7,8 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cstdio>
 #include <array>
+#include <cstdio>
 #include <cstring>
 #include <ctime>
 #include <mutex>
@@ -267,7 +267,7 @@ struct Counts {
 };
 
 constexpr std::array<std::string_view, 9> kCounterNames = {
-    "local_hits", "local_misses", "remote_hits",       "remote_misses",    "remote_errors",
+    "local_hits", "local_misses", "remote_hits",       "remote_misses",  "remote_errors",
     "uploads",    "rejected",     "remote_bytes_down", "remote_bytes_up"};
 
 std::array<std::uint64_t, 9> read_counters(const fs::path& file) {
@@ -315,9 +315,11 @@ struct Cache::OpenDirectory {
   // Adds what this process counted to the counters file (under its lock); never throws.
   void flush() noexcept {
     std::array<std::uint64_t, 9> delta = {
-        counts.local_hits.exchange(0), counts.local_misses.exchange(0), counts.hits.exchange(0),
-        counts.misses.exchange(0),     counts.errors.exchange(0),       counts.uploads.exchange(0),
-        counts.rejected.exchange(0),   counts.bytes_down.exchange(0),   counts.bytes_up.exchange(0)};
+        counts.local_hits.exchange(0), counts.local_misses.exchange(0),
+        counts.hits.exchange(0),       counts.misses.exchange(0),
+        counts.errors.exchange(0),     counts.uploads.exchange(0),
+        counts.rejected.exchange(0),   counts.bytes_down.exchange(0),
+        counts.bytes_up.exchange(0)};
     if (std::all_of(delta.begin(), delta.end(), [](std::uint64_t v) { return v == 0; })) return;
     try {
       std::lock_guard lock(flush_mutex);
@@ -364,9 +366,8 @@ Cache Cache::open(const CacheOptions& options) {
       remote = RemoteCacheOptions::from_environment();
     } catch (const InvalidArgument& e) {  // the local level works without it
       static std::once_flag warned;
-      std::call_once(warned, [&] {
-        std::fprintf(stderr, "kiln: warning: no remote cache: %s\n", e.what());
-      });
+      std::call_once(
+          warned, [&] { std::fprintf(stderr, "kiln: warning: no remote cache: %s\n", e.what()); });
     }
   }
   if (remote && !remote->url.empty()) cache.remote_ = internal::RemoteLevel::of(*remote);

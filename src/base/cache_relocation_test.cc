@@ -2,6 +2,9 @@
 // pinned to the checkout their bytes name, tools known by content, and the lookup counters.
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <thread>
+
 #include "internal/files.h"
 #include "kiln/cache.h"
 #include "kiln/direct_cache.h"
@@ -82,9 +85,9 @@ TEST(CacheRelocation, HeadersUnderTheBaseAreCheckedInTheCheckoutThatLooksUp) {
   Cache at_alice = open_at(dir / "cache", alice);
   Cache at_bob = open_at(dir / "cache", bob);
   std::string key = cache_key({"kernel", content_key("#include \"k.h\"\n")});
-  // A header written now is not stored (it may have changed during the compile): back-date it.
-  fs::last_write_time(alice / "include" / "k.h",
-                      fs::file_time_type::clock::now() - std::chrono::seconds(10));
+  // A header changed in the tick the compile starts is not stored (it may have changed during
+  // it): let the kernel's coarse clock move on.
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
   DirectCache made(at_alice, key, {alice / "k.c"});
   ASSERT_TRUE(made.put({alice / "include" / "k.h", "/usr/include/stdio.h"}, "object"));
   CacheOrigin origin = CacheOrigin::none;
@@ -103,7 +106,7 @@ TEST(CacheRelocation, AToolIsKnownByItsContentWhereverItLies) {
   fs::create_directories(dir / "elsewhere");
   internal::write_file(dir / "elsewhere" / "gcc-b", "the same compiler");
   internal::write_file(dir / "gcc-c", "a rebuilt compiler");
-  Cache memo = open_at(dir / "cache", dir);
+  Cache memo = open_at(dir / "cache", dir.path());
   std::string a = file_content_identity(dir / "gcc-a", &memo);
   EXPECT_TRUE(a.starts_with("content:")) << a;
   EXPECT_EQ(a, file_content_identity(dir / "elsewhere" / "gcc-b"));
@@ -117,14 +120,14 @@ TEST(CacheRelocation, AToolIsKnownByItsContentWhereverItLies) {
 TEST(CacheCounters, EveryProcessLookupsAreCountedUntilCleared) {
   TempDirectory dir;
   {
-    Cache cache = open_at(dir / "cache", dir);
+    Cache cache = open_at(dir / "cache", dir.path());
     std::string key = cache_key({"counted"});
     EXPECT_FALSE(cache.get(key));
     cache.put(key, "bytes");
     EXPECT_TRUE(cache.get(key));
     EXPECT_TRUE(cache.get(key));
   }  // the last copy adds its counts to the directory's
-  Cache again = open_at(dir / "cache", dir);
+  Cache again = open_at(dir / "cache", dir.path());
   Cache::Stats stats = again.stats();
   EXPECT_EQ(stats.local_hits, 2u);
   EXPECT_EQ(stats.local_misses, 1u);

@@ -31,8 +31,8 @@ std::optional<RemoteCacheOptions> RemoteCacheOptions::from_environment() {
   if (mode == "read-write") {
     options.read_write = true;
   } else if (mode != "read-only") {
-    throw InvalidArgument(fmt::format(
-        "KILN_REMOTE_CACHE_MODE must be read-only or read-write, not '{}'", mode));
+    throw InvalidArgument(
+        fmt::format("KILN_REMOTE_CACHE_MODE must be read-only or read-write, not '{}'", mode));
   }
   if (auto file = internal::env("KILN_REMOTE_CACHE_CREDENTIALS")) options.credentials_file = *file;
   if (auto file = internal::env("KILN_REMOTE_CACHE_CA")) options.ca_file = *file;
@@ -75,10 +75,10 @@ std::shared_ptr<RemoteLevel> RemoteLevel::of(const RemoteCacheOptions& options) 
   static std::mutex mutex;
   static std::map<std::string, Known>* known = new std::map<std::string, Known>();  // never freed:
   // a level may be in use by a thread while static destructors run at exit
-  std::string id = fmt::format(
-      "{}\n{}\n{}\n{}\n{}\n{}", options.url, options.read_write,
-      options.credentials_file.value_or("").string(), options.ca_file.value_or("").string(),
-      options.max_object_bytes, options.operation_timeout.count());
+  std::string id = fmt::format("{}\n{}\n{}\n{}\n{}\n{}", options.url, options.read_write,
+                               options.credentials_file.value_or("").string(),
+                               options.ca_file.value_or("").string(), options.max_object_bytes,
+                               options.operation_timeout.count());
   std::lock_guard lock(mutex);
   auto it = known->find(id);
   if (it != known->end() && it->second.pid == ::getpid()) return it->second.level;
@@ -122,7 +122,8 @@ RemoteStore* RemoteLevel::open_store() {
     RemoteStoreOptions store =
         RemoteStoreOptions::parse(options_.url, options_.credentials_file, options_.ca_file);
     store.operation_timeout = options_.operation_timeout;
-    store.connect_timeout = std::min(std::chrono::milliseconds(1000), options_.operation_timeout / 3);
+    store.connect_timeout =
+        std::min(std::chrono::milliseconds(1000), options_.operation_timeout / 3);
     store_ = open_remote_store(store);
     return store_.get();
   } catch (const Error& e) {
@@ -130,8 +131,8 @@ RemoteStore* RemoteLevel::open_store() {
     errors_.fetch_add(1);
     std::lock_guard warning_lock(warning_mutex_);
     if (warning_.empty()) {
-      warning_ = fmt::format("remote cache {}: {}; building with the local cache only", name_,
-                             e.what());
+      warning_ =
+          fmt::format("remote cache {}: {}; building with the local cache only", name_, e.what());
       std::fprintf(stderr, "kiln: warning: %s\n", warning_.c_str());
     }
     return nullptr;
@@ -144,7 +145,8 @@ RemoteStore& RemoteLevel::store_for_checks() {
     RemoteStoreOptions store =
         RemoteStoreOptions::parse(options_.url, options_.credentials_file, options_.ca_file);
     store.operation_timeout = options_.operation_timeout;
-    store.connect_timeout = std::min(std::chrono::milliseconds(1000), options_.operation_timeout / 3);
+    store.connect_timeout =
+        std::min(std::chrono::milliseconds(1000), options_.operation_timeout / 3);
     store_ = open_remote_store(store);
   }
   return *store_;
@@ -223,9 +225,9 @@ RemoteLevel::Fetched RemoteLevel::fetch(std::string_view key) {
     }
     bytes_down_.fetch_add(content->size());
     if (content->size() != named->second || sha256_hex(*content) != named->first) {
-      reject(fmt::format("cas/{} does not hold what its name says ({} bytes{})", named->first,
-                         content->size(),
-                         content->size() == named->second ? ", another SHA-256" : ", another size"));
+      reject(fmt::format(
+          "cas/{} does not hold what its name says ({} bytes{})", named->first, content->size(),
+          content->size() == named->second ? ", another SHA-256" : ", another size"));
       return {Outcome::rejected};
     }
     hits_.fetch_add(1);

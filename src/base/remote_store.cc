@@ -204,9 +204,10 @@ void read_credentials(const fs::path& file, bool http, RemoteStoreOptions& out) 
   std::ifstream in(file);
   std::string line;
   if (!in || !std::getline(in, line)) {
-    throw InvalidArgument(fmt::format("remote cache credentials file {} could not be read or is "
-                                      "empty (one line: user:password, or a token)",
-                                      file.string()));
+    throw InvalidArgument(
+        fmt::format("remote cache credentials file {} could not be read or is "
+                    "empty (one line: user:password, or a token)",
+                    file.string()));
   }
   while (!line.empty() && (line.back() == '\r' || line.back() == ' ' || line.back() == '\t')) {
     line.pop_back();
@@ -307,13 +308,12 @@ void check_object_name(std::string_view store, std::string_view kind, std::strin
   };
   auto hex_char = [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); };
   if (kind.empty() || kind.size() > 32 || !std::all_of(kind.begin(), kind.end(), kind_char)) {
-    throw InvalidArgument(fmt::format("remote cache {}: the object kind '{}' is not 1 to 32 of "
-                                      "a-z, 0-9, '_' and '-'",
-                                      store, kind));
+    throw InvalidArgument(fmt::format(
+        "{}: the object kind '{}' is not 1 to 32 of a-z, 0-9, '_' and '-'", store, kind));
   }
   if (hex.empty() || hex.size() > 128 || !std::all_of(hex.begin(), hex.end(), hex_char)) {
-    throw InvalidArgument(fmt::format(
-        "remote cache {}: the object name '{}' is not 1 to 128 lowercase hex digits", store, hex));
+    throw InvalidArgument(
+        fmt::format("{}: the object name '{}' is not 1 to 128 lowercase hex digits", store, hex));
   }
 }
 

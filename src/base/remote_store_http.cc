@@ -81,8 +81,8 @@ const LoadedCurl& loaded_curl() {
     if (curl.error.empty()) {
       CURLcode code = curl.api.global_init(CURL_GLOBAL_DEFAULT);
       if (code != CURLE_OK) {
-        curl.error = needs_libcurl(kCurlLibrary, fmt::format("curl_global_init failed: {}",
-                                                             curl.api.easy_strerror(code)));
+        curl.error = needs_libcurl(
+            kCurlLibrary, fmt::format("curl_global_init failed: {}", curl.api.easy_strerror(code)));
       }
     }
     return curl;
@@ -168,8 +168,8 @@ class HttpStore final : public RemoteStore {
       : api_(api), options_(options), name_(redacted_url(options.url)) {
     bool https = options.scheme == RemoteStoreOptions::Scheme::https;
     bool ipv6 = options.host.find(':') != std::string::npos;
-    base_ = fmt::format("{}://{}{}{}:{}{}", https ? "https" : "http", ipv6 ? "[" : "",
-                        options.host, ipv6 ? "]" : "", options.port, options.path_prefix);
+    base_ = fmt::format("{}://{}{}{}:{}{}", https ? "https" : "http", ipv6 ? "[" : "", options.host,
+                        ipv6 ? "]" : "", options.port, options.path_prefix);
     append_header("Expect:");  // no 100-continue round trip before a PUT's body
     append_header("Content-Type: application/octet-stream");
     if (options.token) append_header("Authorization: Bearer " + *options.token);
@@ -222,15 +222,14 @@ class HttpStore final : public RemoteStore {
   void set(CURL* handle, CURLoption option, Value value) const {
     CURLcode code = api_.easy_setopt(handle, option, value);
     if (code != CURLE_OK) {
-      throw RemoteStoreError(
-          fmt::format("{}: setting libcurl option {}: {}", name_, static_cast<int>(option),
-                      api_.easy_strerror(code)));
+      throw RemoteStoreError(fmt::format("{}: setting libcurl option {}: {}", name_,
+                                         static_cast<int>(option), api_.easy_strerror(code)));
     }
   }
 
   void limit_protocols(CURL* handle) const {
     if (api_.easy_setopt(handle, CURLOPT_PROTOCOLS_STR, "http,https") == CURLE_OK) return;
-    // A libcurl older than 7.85 knows only the bit mask.
+      // A libcurl older than 7.85 knows only the bit mask.
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wdeprecated-declarations"
     set(handle, CURLOPT_PROTOCOLS, static_cast<long>(CURLPROTO_HTTP | CURLPROTO_HTTPS));

@@ -120,34 +120,33 @@ class RedisStore final : public RemoteStore {
       argv.push_back(arg.data());
       lengths.push_back(arg.size());
     }
-    return Reply(static_cast<redisReply*>(redisCommandArgv(
-        &connection, static_cast<int>(argv.size()), argv.data(), lengths.data())));
+    return Reply(static_cast<redisReply*>(
+        redisCommandArgv(&connection, static_cast<int>(argv.size()), argv.data(), lengths.data())));
   }
 
-  // Runs one command that expects `type` (std::nullopt: any but an error) on `connection`;
-  // throws RemoteStoreError with the server's words when it answers an error.
+  // Runs one command of a new connection's setup (AUTH, SELECT); throws RemoteStoreError, with
+  // the server's words when it answers an error.
   Reply setup_command(redisContext& connection, std::string_view operation,
                       std::initializer_list<std::string_view> args) const {
     Reply reply = send(connection, args);
     if (!reply) throw error(operation, failure(connection));
     if (reply->type == REDIS_REPLY_ERROR) {
-      throw error(operation, fmt::format("the server refused: {}",
-                                         std::string_view(reply->str, reply->len)));
+      throw error(operation,
+                  fmt::format("the server refused: {}", std::string_view(reply->str, reply->len)));
     }
     return reply;
   }
 
   Connection connect() const {
     timeval limit = to_timeval(options_.connect_timeout);
-    redisContext* raw =
-        options_.scheme == RemoteStoreOptions::Scheme::redis_unix
-            ? redisConnectUnixWithTimeout(options_.socket.c_str(), limit)
-            : redisConnectWithTimeout(options_.host.c_str(), options_.port, limit);
-    if (raw == nullptr) throw error("connect", "out of memory");
+    redisContext* raw = options_.scheme == RemoteStoreOptions::Scheme::redis_unix
+                            ? redisConnectUnixWithTimeout(options_.socket.c_str(), limit)
+                            : redisConnectWithTimeout(options_.host.c_str(), options_.port, limit);
+    if (raw == nullptr) throw error("connecting", "out of memory");
     Connection connection(raw, redisFree);
-    if (connection->err != 0) throw error("connect", connection->errstr);
+    if (connection->err != 0) throw error("connecting", connection->errstr);
     if (redisSetTimeout(connection.get(), to_timeval(options_.operation_timeout)) != REDIS_OK) {
-      throw error("connect", fmt::format("setting the time limit: {}", connection->errstr));
+      throw error("connecting", fmt::format("setting the time limit: {}", connection->errstr));
     }
     if (options_.password) {
       if (options_.user) {
@@ -164,12 +163,13 @@ class RedisStore final : public RemoteStore {
   }
 
   // Sends one command on an idle connection, else a new one, and returns the reply, which is
-  // never an error reply. A connection that had any fault is closed, not kept: an idle one the
-  // server closed meanwhile (a restart, its idle timeout) is replaced and the command sent once
-  // more (every command kiln sends is idempotent).
+  // never an error reply. A connection that had any fault is closed, not kept. An idle one the
+  // server closed meanwhile (a restart, its idle timeout, CLIENT KILL) fails at once; the command
+  // is then sent again on the next (every command kiln sends is idempotent), until one that was
+  // not idle fails.
   Reply command(std::string_view operation, std::initializer_list<std::string_view> args) {
     SigpipeBlocked sigpipe;
-    for (int attempt = 0;; ++attempt) {
+    for (;;) {
       Connection connection = pool_.take();
       bool reused = connection != nullptr;
       if (!reused) connection = connect();
@@ -184,7 +184,7 @@ class RedisStore final : public RemoteStore {
       }
       bool closed = connection->err == REDIS_ERR_EOF || io_error_is(*connection, ECONNRESET) ||
                     io_error_is(*connection, EPIPE);
-      if (reused && closed && attempt == 0) continue;
+      if (reused && closed) continue;
       throw error(operation, failure(*connection));
     }
   }

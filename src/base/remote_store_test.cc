@@ -1,0 +1,567 @@
+#include "kiln/remote_store.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <functional>
+#include <thread>
+#include <vector>
+
+#include "internal/remote_backends.h"
+#include "kiln/temp_directory.h"
+#include "testing/cache_servers.h"
+#include "testing/test_support.h"
+
+namespace kiln {
+namespace {
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+using testing::FaultyServer;
+using testing::RedisServer;
+using testing::WebdavServer;
+using Scheme = RemoteStoreOptions::Scheme;
+
+constexpr std::string_view kHex = "0123456789abcdef0123456789abcdef";
+constexpr std::string_view kSecret = "hunter2-s3cret";
+
+std::unique_ptr<RemoteStore> open_url(const std::string& url,
+                                      std::chrono::milliseconds timeout = 3000ms) {
+  RemoteStoreOptions options = RemoteStoreOptions::parse(url);
+  options.connect_timeout = std::min<std::chrono::milliseconds>(timeout, 1000ms);
+  options.operation_timeout = timeout;
+  return open_remote_store(options);
+}
+
+// The message of the RemoteStoreError `fn` throws; "no RemoteStoreError" (and a failure) else.
+std::string remote_error(const std::function<void()>& fn) {
+  try {
+    fn();
+  } catch (const RemoteStoreError& e) {
+    return e.what();
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << "not a RemoteStoreError: " << e.what();
+    return "not a RemoteStoreError";
+  }
+  ADD_FAILURE() << "no error";
+  return "no RemoteStoreError";
+}
+
+// The message of the InvalidArgument RemoteStoreOptions::parse(url) throws.
+std::string parse_error(const std::string& url) {
+  try {
+    RemoteStoreOptions::parse(url);
+  } catch (const InvalidArgument& e) {
+    return e.what();
+  }
+  ADD_FAILURE() << url << " was accepted";
+  return {};
+}
+
+std::string binary_bytes(size_t size) {
+  std::string bytes(size, '\0');
+  for (size_t i = 0; i < size; ++i) bytes[i] = static_cast<char>((i * 131 + i / 7) & 0xff);
+  return bytes;
+}
+
+std::string hex_name(int i) {
+  std::string name = std::to_string(i);
+  return std::string(32 - name.size(), 'a') + name;
+}
+
+double seconds_of(const std::function<void()>& fn) {
+  auto start = std::chrono::steady_clock::now();
+  fn();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+// What every backend must do with objects: round trips, binary bytes, a big object, misses,
+// replacement and removal.
+void check_round_trips(RemoteStore& store) {
+  EXPECT_EQ(store.get("ac", kHex), std::nullopt);
+  EXPECT_FALSE(store.contains("ac", kHex));
+  store.put("ac", kHex, "first");
+  store.put("ac", kHex, "second");  // replaces
+  EXPECT_EQ(store.get("ac", kHex), "second");
+  EXPECT_TRUE(store.contains("ac", kHex));
+  EXPECT_FALSE(store.contains("cas", kHex));  // kinds are apart
+
+  std::string binary("\0\x01\xff\0\r\n$-1\r\n\0", 12);
+  store.put("cas", "00", binary);
+  EXPECT_EQ(store.get("cas", "00"), binary);
+  store.put("cas", "01", "");
+  EXPECT_EQ(store.get("cas", "01"), "");
+
+  std::string big = binary_bytes(5 << 20);
+  store.put("cas", "beef", big);
+  std::optional<std::string> got = store.get("cas", "beef");
+  ASSERT_TRUE(got.has_value());
+  EXPECT_EQ(got->size(), big.size());
+  EXPECT_TRUE(*got == big);
+
+  store.remove("ac", kHex);
+  EXPECT_EQ(store.get("ac", kHex), std::nullopt);
+  EXPECT_FALSE(store.contains("ac", kHex));
+  store.remove("ac", kHex);  // not there: no error
+}
+
+// 8 threads, each with objects of its own and a shared one, on one store.
+void check_concurrent_use(RemoteStore& store) {
+  std::atomic<int> wrong{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 8; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 40; ++i) {
+        std::string name = hex_name(t * 1000 + i);
+        std::string bytes = binary_bytes(100 + static_cast<size_t>(t * 10 + i));
+        store.put("cas", name, bytes);
+        if (store.get("cas", name) != bytes || !store.contains("cas", name)) ++wrong;
+        if (store.get("ac", "5ba7ed") != "shared") ++wrong;
+        if (i % 2 == 0) store.remove("cas", name);
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  EXPECT_EQ(wrong.load(), 0);
+}
+
+// --- URLs ---
+
+TEST(RemoteStore, ParsesRedisUrls) {
+  RemoteStoreOptions a = RemoteStoreOptions::parse("redis://cache.example:6380/2");
+  EXPECT_EQ(a.scheme, Scheme::redis);
+  EXPECT_EQ(a.url, "redis://cache.example:6380/2");
+  EXPECT_EQ(a.host, "cache.example");
+  EXPECT_EQ(a.port, 6380);
+  EXPECT_EQ(a.database, 2);
+  EXPECT_EQ(a.user, std::nullopt);
+  EXPECT_EQ(a.password, std::nullopt);
+
+  RemoteStoreOptions b = RemoteStoreOptions::parse("redis://cache/");
+  EXPECT_EQ(b.port, 6379);
+  EXPECT_EQ(b.database, 0);
+
+  RemoteStoreOptions c = RemoteStoreOptions::parse("redis://alice:p%40ss/w@rd@[::1]:7000/1");
+  EXPECT_EQ(c.host, "::1");
+  EXPECT_EQ(c.port, 7000);
+  EXPECT_EQ(c.user, "alice");
+  EXPECT_EQ(c.password,
+            "p@ss/w@rd");  // unescaped '/' and '@' too: the user info ends at the last '@'
+
+  EXPECT_EQ(RemoteStoreOptions::parse("redis://:s3cret@cache").password, "s3cret");
+  EXPECT_EQ(RemoteStoreOptions::parse("redis://:s3cret@cache").user, std::nullopt);
+  // ccache's redis://PASSWORD@host: a user info without ':' is the password.
+  RemoteStoreOptions d = RemoteStoreOptions::parse("redis://s3cret@cache");
+  EXPECT_EQ(d.password, "s3cret");
+  EXPECT_EQ(d.user, std::nullopt);
+}
+
+TEST(RemoteStore, ParsesUnixSocketUrls) {
+  RemoteStoreOptions a = RemoteStoreOptions::parse("redis+unix:///run/redis/redis.sock?db=3");
+  EXPECT_EQ(a.scheme, Scheme::redis_unix);
+  EXPECT_EQ(a.socket, "/run/redis/redis.sock");
+  EXPECT_EQ(a.database, 3);
+  RemoteStoreOptions b = RemoteStoreOptions::parse("redis+unix://bob:pw@/tmp/r.sock");
+  EXPECT_EQ(b.socket, "/tmp/r.sock");
+  EXPECT_EQ(b.database, 0);
+  EXPECT_EQ(b.user, "bob");
+  EXPECT_EQ(b.password, "pw");
+}
+
+TEST(RemoteStore, ParsesHttpUrls) {
+  RemoteStoreOptions a = RemoteStoreOptions::parse("http://cache");
+  EXPECT_EQ(a.scheme, Scheme::http);
+  EXPECT_EQ(a.host, "cache");
+  EXPECT_EQ(a.port, 80);
+  EXPECT_EQ(a.path_prefix, "");
+  RemoteStoreOptions b = RemoteStoreOptions::parse("https://cache.example:8443/kiln/v1/");
+  EXPECT_EQ(b.scheme, Scheme::https);
+  EXPECT_EQ(b.port, 8443);
+  EXPECT_EQ(b.path_prefix, "/kiln/v1");
+  RemoteStoreOptions c = RemoteStoreOptions::parse("https://ci:t%3Aok@cache");
+  EXPECT_EQ(c.port, 443);
+  EXPECT_EQ(c.user, "ci");
+  EXPECT_EQ(c.password, "t:ok");
+  RemoteStoreOptions d = RemoteStoreOptions::parse("http://ci@cache");  // a user name alone
+  EXPECT_EQ(d.user, "ci");
+  EXPECT_EQ(d.password, std::nullopt);
+}
+
+TEST(RemoteStore, BadUrlsAreInvalidArgumentsNamingTheProblem) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"", "empty"},
+      {"cache:6379", "no scheme"},
+      {"ftp://cache", "the scheme 'ftp'"},
+      {"rediss://cache", "TLS"},
+      {"redis://", "no host"},
+      {"redis://:hunter2-s3cret@", "no host"},
+      {"redis://cache:0", "port '0'"},
+      {"redis://cache:99999", "port '99999'"},
+      {"redis://:hunter2-s3cret@cache:port", "port 'port'"},
+      {"redis://cache/zero", "database 'zero'"},
+      {"redis://cache/1?password=x", "query"},
+      {"redis://::1:6379", "brackets"},
+      {"redis://[::1:6379", "']'"},
+      {"redis+unix://cache/run/redis.sock", "names no host"},
+      {"redis+unix://", "no socket path"},
+      {"redis+unix:///run/redis.sock?db=x", "not a number"},
+      {"redis+unix:///run/redis.sock?timeout=1", "?db=N"},
+      {"http://cache/prefix?x=1", "query"},
+      {"http://cache/#top", "fragment"},
+      {"http://cache/a b", "space"},
+      {"redis://al%ice:hunter2-s3cret@cache", "%-escape"},
+  };
+  for (const auto& [url, problem] : cases) {
+    std::string message = parse_error(url);
+    EXPECT_NE(message.find(problem), std::string::npos) << url << ": " << message;
+    EXPECT_EQ(message.find(kSecret), std::string::npos) << message;
+  }
+}
+
+TEST(RemoteStore, RedactsCredentials) {
+  EXPECT_EQ(redacted_url("redis://:hunter2@cache:6379/1"), "redis://:***@cache:6379/1");
+  EXPECT_EQ(redacted_url("redis://alice:hunter2@cache"), "redis://alice:***@cache");
+  EXPECT_EQ(redacted_url("redis://hunter2@cache"), "redis://***@cache");  // a password alone
+  EXPECT_EQ(redacted_url("redis+unix://:hunter2@/run/r.sock?db=2"),
+            "redis+unix://:***@/run/r.sock?db=2");
+  EXPECT_EQ(redacted_url("https://ci:hunter2@cache/kiln"), "https://ci:***@cache/kiln");
+  EXPECT_EQ(redacted_url("http://ci@cache"), "http://ci@cache");  // a user name stays
+  EXPECT_EQ(redacted_url("redis://u:p@ss/w#rd@cache"), "redis://u:***@cache");
+  EXPECT_EQ(redacted_url("https://cache/kiln"), "https://cache/kiln");
+  EXPECT_EQ(redacted_url("not a url"), "not a url");
+  EXPECT_EQ(redacted_url("user:hunter2@cache"), "user:***@cache");
+}
+
+TEST(RemoteStore, ReadsCredentialsAndCaFiles) {
+  TempDirectory dir;
+  auto write = [&](const char* name, const char* text) {
+    std::ofstream(dir / name) << text;
+    return dir / name;
+  };
+  fs::path token = write("token", "tok3n\n");
+  fs::path pair = write("pair", "ci:pa:ss\r\n");
+  fs::path empty = write("empty", "\n");
+
+  RemoteStoreOptions a = RemoteStoreOptions::parse("https://cache", token);
+  EXPECT_EQ(a.token, "tok3n");
+  EXPECT_EQ(a.user, std::nullopt);
+  EXPECT_EQ(a.credentials_file, token);
+  RemoteStoreOptions b = RemoteStoreOptions::parse("https://cache", pair);
+  EXPECT_EQ(b.user, "ci");
+  EXPECT_EQ(b.password, "pa:ss");
+  RemoteStoreOptions c = RemoteStoreOptions::parse("redis://cache", token);
+  EXPECT_EQ(c.password, "tok3n");  // Redis: a secret alone is the password
+  EXPECT_EQ(c.token, std::nullopt);
+  RemoteStoreOptions d = RemoteStoreOptions::parse("http://ci@cache", token);
+  EXPECT_EQ(d.user, "ci");  // the URL's user, the file's password
+  EXPECT_EQ(d.password, "tok3n");
+  RemoteStoreOptions e = RemoteStoreOptions::parse("redis://:url@cache", pair);
+  EXPECT_EQ(e.password, "url");  // the URL's credentials win
+  EXPECT_EQ(e.user, std::nullopt);
+
+  EXPECT_THROW(RemoteStoreOptions::parse("https://cache", dir / "absent"), FileNotFound);
+  EXPECT_THROW(RemoteStoreOptions::parse("https://cache", empty), InvalidArgument);
+  EXPECT_THROW(RemoteStoreOptions::parse("https://cache", {}, dir / "absent.pem"), FileNotFound);
+  EXPECT_EQ(RemoteStoreOptions::parse("https://cache", {}, token).ca_file, token);
+}
+
+TEST(RemoteStore, RefusesObjectNamesThatAreNotKindAndHex) {
+  std::vector<std::unique_ptr<RemoteStore>> stores;
+  stores.push_back(open_url("redis://127.0.0.1:1"));
+  if (internal::curl_unavailable("libcurl.so.4").empty()) {
+    stores.push_back(open_url("http://127.0.0.1:1"));
+  }
+  for (const std::unique_ptr<RemoteStore>& store : stores) {
+    EXPECT_THROW(store->get("../ac", kHex), InvalidArgument);
+    EXPECT_THROW(store->get("", kHex), InvalidArgument);
+    EXPECT_THROW(store->put("ac", "ABCDEF", "x"), InvalidArgument);  // uppercase
+    EXPECT_THROW(store->contains("ac", "12/34"), InvalidArgument);
+    EXPECT_THROW(store->remove("ac", ""), InvalidArgument);
+  }
+}
+
+TEST(RemoteStore, SaysWhatToInstallWithoutLibcurl) {
+  std::string message = internal::curl_unavailable("libkiln-no-such-curl.so.4");
+  EXPECT_NE(message.find("the HTTP remote cache needs libcurl (libkiln-no-such-curl.so.4: "),
+            std::string::npos)
+      << message;
+  EXPECT_NE(message.find("Debian: apt-get install libcurl4)"), std::string::npos) << message;
+  if (!internal::curl_unavailable("libcurl.so.4").empty()) {
+    GTEST_SKIP() << "libcurl.so.4 is not installed here";
+  }
+}
+
+// --- Redis ---
+
+class RemoteStoreRedis : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (auto why = RedisServer::missing()) GTEST_SKIP() << *why;
+  }
+};
+
+// The header's example, as written there.
+TEST_F(RemoteStoreRedis, HeaderExample) {
+  RedisServer redis;
+  ASSERT_TRUE(redis.running()) << redis.why();
+  std::string hex(kHex);
+  std::string bytes = "compiled";
+  kiln::RemoteStoreOptions options = kiln::RemoteStoreOptions::parse(redis.url() + "/0");
+  std::unique_ptr<kiln::RemoteStore> store = kiln::open_remote_store(options);
+  store->put("cas", hex, bytes);
+  std::optional<std::string> got = store->get("cas", hex);
+  EXPECT_EQ(got, bytes);
+  EXPECT_EQ(store->name(), redis.url() + "/0");
+}
+
+TEST_F(RemoteStoreRedis, RoundTrips) {
+  RedisServer redis;
+  ASSERT_TRUE(redis.running()) << redis.why();
+  std::unique_ptr<RemoteStore> store = open_url(redis.url());
+  check_round_trips(*store);
+}
+
+TEST_F(RemoteStoreRedis, PasswordAuth) {
+  RedisServer redis({.password = std::string(kSecret)});
+  ASSERT_TRUE(redis.running()) << redis.why();
+  std::unique_ptr<RemoteStore> store = open_url(redis.url());
+  store->put("ac", kHex, "x");
+  EXPECT_EQ(store->get("ac", kHex), "x");
+
+  std::string wrong = remote_error([&] { open_url(redis.url_with(":wrong-pw"))->get("ac", kHex); });
+  EXPECT_NE(wrong.find("AUTH"), std::string::npos) << wrong;
+  EXPECT_EQ(wrong.find("wrong-pw"), std::string::npos) << wrong;
+  EXPECT_NE(wrong.find(redis.url_with(":***")), std::string::npos) << wrong;
+  std::string none = remote_error([&] { open_url(redis.url_with(""))->get("ac", kHex); });
+  EXPECT_NE(none.find("NOAUTH"), std::string::npos) << none;
+}
+
+TEST_F(RemoteStoreRedis, AclUser) {
+  RedisServer redis({.acl_user = "kiln-ci", .acl_password = std::string(kSecret)});
+  ASSERT_TRUE(redis.running()) << redis.why();
+  std::unique_ptr<RemoteStore> store = open_url(redis.url());
+  store->put("ac", kHex, "x");
+  EXPECT_TRUE(store->contains("ac", kHex));
+
+  std::string wrong =
+      remote_error([&] { open_url(redis.url_with("kiln-ci:not-it"))->get("ac", kHex); });
+  EXPECT_NE(wrong.find("WRONGPASS"), std::string::npos) << wrong;
+  EXPECT_EQ(wrong.find("not-it"), std::string::npos) << wrong;
+}
+
+TEST_F(RemoteStoreRedis, UnixSocketAndDatabases) {
+  RedisServer redis({.password = std::string(kSecret), .unix_socket = true});
+  ASSERT_TRUE(redis.running()) << redis.why();
+  std::unique_ptr<RemoteStore> zero = open_url(redis.url());
+  std::unique_ptr<RemoteStore> two = open_url(redis.url() + "?db=2");
+  check_round_trips(*zero);
+  two->put("ac", kHex, "in db 2");
+  EXPECT_EQ(two->get("ac", kHex), "in db 2");
+  EXPECT_EQ(zero->get("ac", kHex), std::nullopt);
+  std::string bad = remote_error([&] { open_url(redis.url() + "?db=99")->get("ac", kHex); });
+  EXPECT_NE(bad.find("SELECT 99"), std::string::npos) << bad;
+}
+
+TEST_F(RemoteStoreRedis, ConcurrentUse) {
+  RedisServer redis;
+  ASSERT_TRUE(redis.running()) << redis.why();
+  std::unique_ptr<RemoteStore> store = open_url(redis.url());
+  store->put("ac", "5ba7ed", "shared");
+  check_concurrent_use(*store);
+}
+
+TEST_F(RemoteStoreRedis, IdleConnectionClosedByTheServerIsReplaced) {
+  RedisServer redis;
+  ASSERT_TRUE(redis.running()) << redis.why();
+  std::unique_ptr<RemoteStore> store = open_url(redis.url());
+  store->put("ac", kHex, "x");
+  std::vector<std::thread> threads;  // several connections, idle in the pool now
+  for (int t = 0; t < 4; ++t) threads.emplace_back([&] { store->get("ac", kHex); });
+  for (std::thread& thread : threads) thread.join();
+  std::string killed = redis.ask("CLIENT KILL TYPE normal");
+  EXPECT_TRUE(killed.starts_with(':') && killed != ":0") << killed;
+  EXPECT_EQ(store->get("ac", kHex), "x");
+  EXPECT_EQ(store->get("ac", kHex), "x");
+}
+
+TEST_F(RemoteStoreRedis, ServerGoneIsAnError) {
+  RedisServer redis;
+  ASSERT_TRUE(redis.running()) << redis.why();
+  std::unique_ptr<RemoteStore> store = open_url(redis.url());
+  store->put("ac", kHex, "x");
+  redis.kill();
+  std::string gone = remote_error([&] { store->get("ac", kHex); });
+  EXPECT_NE(gone.find(redis.url() + ": "), std::string::npos) << gone;
+}
+
+TEST(RemoteStore, RedisConnectionRefusedIsQuick) {
+  std::string url = "redis://127.0.0.1:" + std::to_string(testing::unused_loopback_port());
+  std::string message;
+  double took =
+      seconds_of([&] { message = remote_error([&] { open_url(url)->get("ac", kHex); }); });
+  EXPECT_LT(took, 1.0);
+  EXPECT_NE(message.find("connect"), std::string::npos) << message;
+  EXPECT_NE(message.find(url), std::string::npos) << message;
+}
+
+TEST(RemoteStore, RedisStallEndsAtTheOperationTimeout) {
+  FaultyServer stall(FaultyServer::Mode::stall);
+  std::unique_ptr<RemoteStore> store = open_url(stall.url("redis"), 300ms);
+  std::string message;
+  double took = seconds_of([&] { message = remote_error([&] { store->get("ac", kHex); }); });
+  EXPECT_GE(took, 0.25);
+  EXPECT_LT(took, 1.5);
+  EXPECT_NE(message.find("no answer within 300 ms"), std::string::npos) << message;
+}
+
+TEST(RemoteStore, RedisGarbageIsAnError) {
+  FaultyServer garbage(FaultyServer::Mode::garbage);
+  std::unique_ptr<RemoteStore> store = open_url(garbage.url("redis"), 1000ms);
+  std::string message = remote_error([&] { store->get("ac", kHex); });
+  EXPECT_NE(message.find("GET kiln:ac:"), std::string::npos) << message;
+  EXPECT_NE(message.find("rotocol error"), std::string::npos) << message;
+}
+
+// --- HTTP (nginx as WebDAV) ---
+
+class RemoteStoreHttp : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (std::string why = internal::curl_unavailable("libcurl.so.4"); !why.empty()) {
+      GTEST_SKIP() << why;
+    }
+  }
+};
+
+class RemoteStoreWebdav : public RemoteStoreHttp {
+ protected:
+  void SetUp() override {
+    RemoteStoreHttp::SetUp();
+    if (IsSkipped()) return;
+    if (auto why = WebdavServer::missing()) GTEST_SKIP() << *why;
+  }
+};
+
+TEST_F(RemoteStoreWebdav, RoundTripsInTheCcacheAndBazelLayout) {
+  WebdavServer nginx;
+  ASSERT_TRUE(nginx.running()) << nginx.why();
+  std::unique_ptr<RemoteStore> store = open_url(nginx.url());
+  check_round_trips(*store);
+  store->put("cas", kHex, "on disk");
+  EXPECT_EQ(testing::read_file(nginx.object_path("cas", kHex)), "on disk");
+  std::ofstream(nginx.object_path("ac", "f00d")) << "planted";
+  EXPECT_EQ(store->get("ac", "f00d"), "planted");
+}
+
+TEST_F(RemoteStoreWebdav, PathPrefix) {
+  WebdavServer nginx;
+  ASSERT_TRUE(nginx.running()) << nginx.why();
+  std::unique_ptr<RemoteStore> store = open_url(nginx.url() + "/team/kiln/");
+  store->put("ac", kHex, "prefixed");
+  EXPECT_EQ(testing::read_file(nginx.objects() / "team/kiln/ac" / kHex), "prefixed");
+  EXPECT_EQ(store->get("ac", kHex), "prefixed");
+}
+
+TEST_F(RemoteStoreWebdav, BasicAuth) {
+  WebdavServer nginx({.user = "ci", .password = std::string(kSecret)});
+  ASSERT_TRUE(nginx.running()) << nginx.why();
+  std::unique_ptr<RemoteStore> store = open_url(nginx.url());
+  store->put("ac", kHex, "x");
+  EXPECT_EQ(store->get("ac", kHex), "x");
+  EXPECT_TRUE(store->contains("ac", kHex));
+
+  std::string wrong =
+      remote_error([&] { open_url(nginx.url_with("ci:wrong-pw"))->get("ac", kHex); });
+  EXPECT_NE(wrong.find("HTTP 401"), std::string::npos) << wrong;
+  EXPECT_EQ(wrong.find("wrong-pw"), std::string::npos) << wrong;
+  EXPECT_NE(wrong.find(nginx.url_with("ci:***")), std::string::npos) << wrong;
+  std::string none = remote_error([&] { open_url(nginx.url_with(""))->put("ac", kHex, "y"); });
+  EXPECT_NE(none.find("PUT ac/"), std::string::npos) << none;
+  EXPECT_NE(none.find("HTTP 401"), std::string::npos) << none;
+
+  TempDirectory dir;
+  std::ofstream(dir / "credentials") << "ci:" << kSecret << "\n";
+  RemoteStoreOptions from_file = RemoteStoreOptions::parse(nginx.url_with(""), dir / "credentials");
+  EXPECT_EQ(open_remote_store(from_file)->get("ac", kHex), "x");
+}
+
+TEST_F(RemoteStoreWebdav, ConcurrentUse) {
+  WebdavServer nginx;
+  ASSERT_TRUE(nginx.running()) << nginx.why();
+  std::unique_ptr<RemoteStore> store = open_url(nginx.url());
+  store->put("ac", "5ba7ed", "shared");
+  check_concurrent_use(*store);
+}
+
+TEST_F(RemoteStoreHttp, ConnectionRefusedIsQuick) {
+  std::string url = "http://127.0.0.1:" + std::to_string(testing::unused_loopback_port());
+  std::string message;
+  double took =
+      seconds_of([&] { message = remote_error([&] { open_url(url)->get("ac", kHex); }); });
+  EXPECT_LT(took, 1.0);
+  EXPECT_NE(message.find(url + ": GET ac/"), std::string::npos) << message;
+}
+
+TEST_F(RemoteStoreHttp, StallEndsAtTheOperationTimeout) {
+  FaultyServer stall(FaultyServer::Mode::stall);
+  std::unique_ptr<RemoteStore> store = open_url(stall.url("http"), 300ms);
+  for (const auto& operation : std::vector<std::function<void()>>{
+           [&] { store->get("ac", kHex); }, [&] { store->put("ac", kHex, binary_bytes(1 << 20)); },
+           [&] { store->contains("ac", kHex); }}) {
+    std::string message;
+    double took = seconds_of([&] { message = remote_error(operation); });
+    EXPECT_GE(took, 0.25);
+    EXPECT_LT(took, 1.5);
+    EXPECT_NE(message.find("imed out"), std::string::npos) << message;
+  }
+}
+
+TEST_F(RemoteStoreHttp, ServerErrorIsAnError) {
+  FaultyServer server(FaultyServer::Mode::http_500);
+  std::unique_ptr<RemoteStore> store = open_url(server.url("http"));
+  std::string message = remote_error([&] { store->get("ac", kHex); });
+  EXPECT_NE(message.find("HTTP 500"), std::string::npos) << message;
+  EXPECT_NE(remote_error([&] { store->contains("ac", kHex); }).find("HTTP 500"), std::string::npos);
+  remote_error([&] { store->put("ac", kHex, "x"); });
+}
+
+TEST_F(RemoteStoreHttp, GarbageIsAnError) {
+  FaultyServer garbage(FaultyServer::Mode::garbage);
+  std::unique_ptr<RemoteStore> store = open_url(garbage.url("http"));
+  std::string message = remote_error([&] { store->get("ac", kHex); });
+  EXPECT_NE(message.find(garbage.url("http") + ": GET ac/"), std::string::npos) << message;
+}
+
+// Not run by default: the median time of a small GET on loopback, for the report.
+//   kiln_unit_tests --gtest_also_run_disabled_tests --gtest_filter='*SmallGetLatency*'
+TEST(RemoteStore, DISABLED_SmallGetLatency) {
+  auto median_us = [](RemoteStore& store) {
+    store.put("ac", kHex, std::string(100, 'x'));
+    std::vector<double> times;
+    for (int i = 0; i < 200; ++i) {
+      times.push_back(seconds_of([&] { store.get("ac", kHex); }) * 1e6);
+    }
+    std::sort(times.begin(), times.end());
+    return times[times.size() / 2];
+  };
+  if (!RedisServer::missing()) {
+    RedisServer redis;
+    ASSERT_TRUE(redis.running()) << redis.why();
+    std::printf("redis: median small GET %.0f us\n", median_us(*open_url(redis.url())));
+    RedisServer unix_redis({.unix_socket = true});
+    ASSERT_TRUE(unix_redis.running()) << unix_redis.why();
+    std::printf("redis (unix socket): median small GET %.0f us\n",
+                median_us(*open_url(unix_redis.url())));
+  }
+  if (!WebdavServer::missing() && internal::curl_unavailable("libcurl.so.4").empty()) {
+    WebdavServer nginx;
+    ASSERT_TRUE(nginx.running()) << nginx.why();
+    std::printf("nginx: median small GET %.0f us\n", median_us(*open_url(nginx.url())));
+  }
+}
+
+}  // namespace
+}  // namespace kiln

@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "keyed_files.h"
-#include "kiln/cache.h"
 #include "kiln/build.h"
+#include "kiln/cache.h"
 #include "kiln/launcher.h"
 #include "kiln/manifest.h"
 #include "kiln/pool.h"

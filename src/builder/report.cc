@@ -27,20 +27,32 @@ std::map<std::string, std::size_t> where_counts(const Report& report) {
 nlohmann::json remote_json(const Report& report) {
   if (report.remote_cache.empty()) return nullptr;
   const RemoteCounters& r = report.remote;
-  return {{"server", report.remote_cache}, {"hits", r.hits},
-          {"misses", r.misses},            {"errors", r.errors},
-          {"rejected", r.rejected},        {"uploads", r.uploads},
-          {"bytes_down", r.bytes_down},    {"bytes_up", r.bytes_up}};
+  return {{"server", report.remote_cache},
+          {"hits", r.hits},
+          {"misses", r.misses},
+          {"errors", r.errors},
+          {"rejected", r.rejected},
+          {"uploads", r.uploads},
+          {"bytes_down", r.bytes_down},
+          {"bytes_up", r.bytes_up}};
 }
 
 nlohmann::json summary_json(const Report& report) {
   const Summary& s = report.summary;
-  return {
-      {"done", s.done},       {"ran", where_counts(report)}, {"local_jobs", report.local_threads},
-      {"cached", s.cached},   {"failed", s.failed},          {"timeout", s.timeout},
-      {"crashed", s.crashed}, {"skipped", s.skipped},        {"total", report.jobs.size()},
-      {"seconds", s.seconds}, {"jobs", report.threads},      {"interrupted", s.interrupted},
-      {"ok", s.ok()},         {"remote_cache", remote_json(report)}};
+  return {{"done", s.done},
+          {"ran", where_counts(report)},
+          {"local_jobs", report.local_threads},
+          {"cached", s.cached},
+          {"failed", s.failed},
+          {"timeout", s.timeout},
+          {"crashed", s.crashed},
+          {"skipped", s.skipped},
+          {"total", report.jobs.size()},
+          {"seconds", s.seconds},
+          {"jobs", report.threads},
+          {"interrupted", s.interrupted},
+          {"ok", s.ok()},
+          {"remote_cache", remote_json(report)}};
 }
 
 // The part of a failed job's log a trace event carries: enough to see the error in Perfetto.
@@ -155,11 +167,11 @@ std::string summary_text(const Report& report) {
   text += where_text(report);
   if (!report.remote_cache.empty()) {
     const RemoteCounters& r = report.remote;
-    text += fmt::format(
-        "remote cache {}: {} hits, {} misses, {} errors{}, {} down, {} uploaded ({})\n",
-        report.remote_cache, r.hits, r.misses, r.errors,
-        r.rejected > 0 ? fmt::format(", {} rejected", r.rejected) : "", human_bytes(r.bytes_down),
-        r.uploads, human_bytes(r.bytes_up));
+    text +=
+        fmt::format("remote cache {}: {} hits, {} misses, {} errors{}, {} down, {} uploaded ({})\n",
+                    report.remote_cache, r.hits, r.misses, r.errors,
+                    r.rejected > 0 ? fmt::format(", {} rejected", r.rejected) : "",
+                    human_bytes(r.bytes_down), r.uploads, human_bytes(r.bytes_up));
   }
   std::vector<const JobResult*> ran;
   for (const JobResult& job : report.jobs) {

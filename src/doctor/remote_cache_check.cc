@@ -76,9 +76,10 @@ std::vector<Finding> check_remote_cache() {
       }
       wrote = "wrote, read back and removed a probe object";
     }
-    f.finding = fmt::format("{} ({}): reachable, credentials accepted, {}; a lookup takes {:.2f} "
-                            "ms (median of 5)",
-                            name, mode, wrote, ms);
+    f.finding = fmt::format(
+        "{} ({}): reachable, credentials accepted, {}; a lookup takes {:.2f} "
+        "ms (median of 5)",
+        name, mode, wrote, ms);
     if (ms > 50) {
       f.status = Status::warn;
       f.fix = "a lookup this slow costs every cache miss as much: a server nearer the builds";

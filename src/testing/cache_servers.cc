@@ -74,9 +74,9 @@ bool answers_ping(int port, const fs::path& socket_path) {
   if (fd < 0) return false;
   constexpr std::string_view kPing = "PING\r\n";
   char reply[64] = {};
-  bool ok = ::send(fd, kPing.data(), kPing.size(), MSG_NOSIGNAL) ==
-                static_cast<ssize_t>(kPing.size()) &&
-            ::recv(fd, reply, sizeof reply - 1, 0) > 0 && (reply[0] == '+' || reply[0] == '-');
+  bool ok =
+      ::send(fd, kPing.data(), kPing.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(kPing.size()) &&
+      ::recv(fd, reply, sizeof reply - 1, 0) > 0 && (reply[0] == '+' || reply[0] == '-');
   ::close(fd);
   return ok;
 }
@@ -158,9 +158,19 @@ RedisServer::RedisServer(const Options& options) : options_(options) {
 }
 
 bool RedisServer::start(const Options& options, std::string& failure) {
-  std::vector<std::string> argv = {
-      find_program("redis-server")->string(), "--save", "", "--appendonly", "no", "--dir",
-      directory_.path().string(), "--daemonize", "no", "--logfile", "", "--bind", "127.0.0.1"};
+  std::vector<std::string> argv = {find_program("redis-server")->string(),
+                                   "--save",
+                                   "",
+                                   "--appendonly",
+                                   "no",
+                                   "--dir",
+                                   directory_.path().string(),
+                                   "--daemonize",
+                                   "no",
+                                   "--logfile",
+                                   "",
+                                   "--bind",
+                                   "127.0.0.1"};
   if (options.unix_socket) {
     socket_ = directory_ / "redis.sock";
     port_ = 0;
@@ -195,6 +205,32 @@ std::string RedisServer::url() const {
   }
   if (!options_.password.empty()) return url_with(":" + options_.password);
   return url_with("");
+}
+
+std::string RedisServer::ask(std::string_view command) const {
+  int fd = connect_to(port_, socket_);
+  if (fd < 0) return {};
+  std::string reply;
+  auto exchange = [&](const std::string& line) {
+    std::string sent = line + "\r\n";
+    reply.clear();
+    if (::send(fd, sent.data(), sent.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(sent.size())) {
+      return false;
+    }
+    char byte = 0;
+    while (::recv(fd, &byte, 1, 0) == 1 && byte != '\n') reply += byte;
+    if (reply.ends_with('\r')) reply.pop_back();
+    return !reply.empty();
+  };
+  bool ok = true;
+  if (!options_.acl_user.empty()) {
+    ok = exchange(fmt::format("AUTH {} {}", options_.acl_user, options_.acl_password));
+  } else if (!options_.password.empty()) {
+    ok = exchange("AUTH " + options_.password);
+  }
+  if (ok) exchange(std::string(command));
+  ::close(fd);
+  return reply;
 }
 
 void RedisServer::stop() {
@@ -252,23 +288,23 @@ void WebdavServer::write_config() const {
                          "    location / {{\n      dav_methods PUT DELETE;\n"
                          "      create_full_put_path on;\n      dav_access user:rw;\n{}"
                          "    }}\n  }}\n}}\n",
-                         user, (dir / "error.log").string(), temp, port_, objects_.string(),
-                         auth));
+                         user, (dir / "error.log").string(), temp, port_, objects_.string(), auth));
 }
 
 bool WebdavServer::start(std::string& failure) {
   port_ = unused_loopback_port();
   write_config();
   const fs::path& dir = directory_.path();
-  std::vector<std::string> argv = {find_program("nginx")->string(),
-                                   "-p",
-                                   dir.string(),
-                                   "-c",
-                                   (dir / "nginx.conf").string(),
-                                   "-e",
-                                   (dir / "error.log").string(),
-                                   "-g",
-                                   fmt::format("daemon off; pid {};", (dir / "nginx.pid").string())};
+  std::vector<std::string> argv = {
+      find_program("nginx")->string(),
+      "-p",
+      dir.string(),
+      "-c",
+      (dir / "nginx.conf").string(),
+      "-e",
+      (dir / "error.log").string(),
+      "-g",
+      fmt::format("daemon off; pid {};", (dir / "nginx.pid").string())};
   process_.reset();  // a failed attempt's server
   fs::remove(dir / "error.log");
   fs::remove(dir / "nginx.out");

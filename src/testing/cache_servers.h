@@ -46,7 +46,8 @@ class RedisServer {
   // Starts redis-server (no persistence) and waits up to 10 s until it answers PING; when its
   // port was taken meanwhile, starts it again on another. When it does not come up, running() is
   // false and why() says why, with its log.
-  explicit RedisServer(const Options& options = {});
+  explicit RedisServer(const Options& options);
+  RedisServer() : RedisServer(Options{}) {}
   RedisServer(const RedisServer&) = delete;
   RedisServer& operator=(const RedisServer&) = delete;
 
@@ -60,6 +61,10 @@ class RedisServer {
   int port() const { return port_; }  // 0 on a unix socket
   const std::filesystem::path& socket() const { return socket_; }
   pid_t pid() const { return process_ ? process_->pid() : -1; }
+  // Sends one inline command ("CLIENT KILL TYPE normal", "DBSIZE"), after AUTH with the
+  // options' credentials, and returns the reply's first line ("+OK", ":3", "-ERR ..."); "" when
+  // the server does not answer within 1 s.
+  std::string ask(std::string_view command) const;
   // SIGTERM (SIGKILL after a bound) / SIGKILL now, as a server that crashes.
   void stop();
   void kill();
@@ -90,7 +95,8 @@ class WebdavServer {
   // Starts nginx (as WebDAV: GET, HEAD, PUT, DELETE; parent directories made on PUT) and waits up
   // to 10 s until it accepts connections; retries on another port as RedisServer does. Root runs
   // its workers as root, so that they can write the server's private directory.
-  explicit WebdavServer(const Options& options = {});
+  explicit WebdavServer(const Options& options);
+  WebdavServer() : WebdavServer(Options{}) {}
   WebdavServer(const WebdavServer&) = delete;
   WebdavServer& operator=(const WebdavServer&) = delete;
 

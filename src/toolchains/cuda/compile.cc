@@ -13,8 +13,8 @@
 #include "internal/files.h"
 #include "internal/shell_words.h"
 #include "kiln/cache.h"
-#include "kiln/direct_cache.h"
 #include "kiln/cuda.h"
+#include "kiln/direct_cache.h"
 #include "kiln/error.h"
 
 namespace kiln::cuda {

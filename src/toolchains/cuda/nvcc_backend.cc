@@ -140,10 +140,10 @@ std::string nvcc_cache_key(const std::vector<std::string>& cmd, const Request& r
   if (nvshmem) {
     nvshmem_lib = file_identity(nvshmem->lib_dir / "libnvshmem_device.a", request.cache);
   }
-  return cache_key({"nvcc-3", nvcc_version(cmd[0], request.cache),
-                    request.cache->relocated(joined_for_key(cmd)), request.code, nvshmem ? nvshmem->include_dir.string() : "",
-                    nvshmem_lib, request.cache->relocated(source.key),
-                    working_directory_for_key(*request.cache)});
+  return cache_key(
+      {"nvcc-3", nvcc_version(cmd[0], request.cache), request.cache->relocated(joined_for_key(cmd)),
+       request.code, nvshmem ? nvshmem->include_dir.string() : "", nvshmem_lib,
+       request.cache->relocated(source.key), working_directory_for_key(*request.cache)});
 }
 
 // Links `object` (a relocatable NVSHMEM build) with NVSHMEM's device library and cudadevrt into

@@ -360,9 +360,8 @@ std::string nvrtc_cache_key(const Request& request, const NvrtcPlan& plan) {
   return cache_key({"nvrtc-4", format_name(request.format), plan.arch,
                     request.cache->relocated(plan.prepared.text),
                     request.cache->relocated(joined_for_key(plan.options)),
-                    file_identity(nvrtc().path, request.cache),
-                    fmt::format("{}.{}", major, minor), nvshmem_lib,
-                    working_directory_for_key(*request.cache)});
+                    file_identity(nvrtc().path, request.cache), fmt::format("{}.{}", major, minor),
+                    nvshmem_lib, working_directory_for_key(*request.cache)});
 }
 
 }  // namespace
