@@ -123,8 +123,8 @@ class Cache {
   // remote level is read-write. Errors writing either level are not the caller's problem: the
   // entry is simply not stored there.
   void put(std::string_view key, std::string_view bytes) const;
-  // This cache without its remote level: for what only this machine's tools decide (a tool's
-  // version), never worth a round trip.
+  // This cache without its remote level, and uncounted in Stats: for what only this machine's
+  // tools decide (a tool's version), never worth a round trip.
   Cache local_only() const;
   // `text` with the base directory's absolute path (where it is a whole path prefix) replaced by
   // "$BASE": what a key holds of a path, the same in every checkout.
@@ -184,6 +184,8 @@ class Cache {
   // much per process between scans).
   std::shared_ptr<std::atomic<std::uint64_t>> unmeasured_;
   std::filesystem::path base_;
+  // Whether lookups count in the directory's counters (not those of local_only()).
+  bool counted_ = true;
   // The second level (src/base/internal/remote_level.h), shared by every Cache of this process
   // on the same server; null when none.
   std::shared_ptr<internal::RemoteLevel> remote_;

@@ -38,7 +38,7 @@ std::string content_key(std::string_view content);
 
 // What a key holds of a tool or library file: "content:<content_key of its bytes>", the same on
 // every machine that has the same file wherever it lies. Remembered while the file's inode, size
-// and times stay the same: by this process, and in `memo`'s local level when given (a compiler
+// and times stay the same: by this process, and in `memo`'s directory when given (a compiler
 // library of 100 MB is then hashed once per machine, not once per process). "" for a file that
 // cannot be read.
 std::string file_content_identity(const std::filesystem::path& path, const Cache* memo = nullptr);

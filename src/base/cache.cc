@@ -377,6 +377,7 @@ Cache Cache::open(const CacheOptions& options) {
 Cache Cache::local_only() const {
   Cache local = *this;
   local.remote_.reset();
+  local.counted_ = false;
   return local;
 }
 
@@ -442,13 +443,13 @@ std::optional<std::string> Cache::get(std::string_view key, CacheOrigin* origin)
   Counts& counts = open_->counts;
   if (std::optional<std::string> payload = get_local(name)) {
     if (std::optional<std::string> bytes = bytes_of(std::move(*payload), base_)) {
-      counts.local_hits.fetch_add(1);
+      if (counted_) counts.local_hits.fetch_add(1);
       open_->flush_now_and_then();
       if (origin != nullptr) *origin = CacheOrigin::local;
       return bytes;
     }
   }
-  counts.local_misses.fetch_add(1);
+  if (counted_) counts.local_misses.fetch_add(1);
   if (!remote_) {
     open_->flush_now_and_then();
     return std::nullopt;
@@ -573,6 +574,8 @@ void Cache::clear() const {
     FileLock lock(directory_ / kCountersLock);
     (void)::unlinkat(open_->fd.get(), kCountersFile, 0);
   }
+  std::error_code ec;
+  fs::remove_all(directory_ / "identities", ec);  // file_content_identity's memo
   // A live server makes its files again (a compile that holds one open keeps reading it).
   for (const internal::ServerFile& file :
        internal::server_files(directory_ / internal::kServersDirectory))

@@ -16,6 +16,7 @@
 
 #include "internal/fd.h"
 #include "internal/files.h"
+#include "kiln/error.h"
 
 namespace kiln {
 namespace {
@@ -78,6 +79,9 @@ std::optional<std::string> content_hash(const fs::path& path) {
   return hash;
 }
 
+// Where file_content_identity remembers what it hashed, inside the cache's directory.
+constexpr const char* kIdentitiesDirectory = "identities";
+
 // content_key of the file's bytes, read through a mapping (a compiler library is 100 MB).
 std::optional<std::string> mapped_content_key(const fs::path& path) {
   internal::UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
@@ -107,10 +111,21 @@ std::string file_content_identity(const fs::path& path, const Cache* memo) {
     auto it = seen.find(path.string());
     if (it != seen.end() && it->second.first == stamp_text) return it->second.second;
   }
-  std::optional<Cache> local;
-  if (memo != nullptr && memo->enabled()) local = memo->local_only();
-  std::string memo_key = cache_key({"kiln-file-content-1", stamp_text});
-  std::optional<std::string> identity = local ? local->get(memo_key) : std::nullopt;
+  // Remembered beside the cache's entries (not one of them: never evicted for a kernel, never
+  // counted), in its private directory.
+  fs::path memo_file;
+  if (memo != nullptr && memo->enabled()) {
+    memo_file =
+        memo->directory() / kIdentitiesDirectory / cache_key({"kiln-file-content-1", stamp_text});
+  }
+  std::optional<std::string> identity;
+  if (!memo_file.empty()) {
+    try {
+      std::string text = internal::read_file(memo_file);
+      if (text.starts_with("content:") && text.size() == 8 + 32) identity = std::move(text);
+    } catch (const Error&) {  // NOLINT(bugprone-empty-catch): not remembered yet
+    }
+  }
   if (!identity) {
     std::chrono::nanoseconds before = coarse_now();
     std::optional<std::string> key = mapped_content_key(path);
@@ -118,7 +133,14 @@ std::string file_content_identity(const fs::path& path, const Cache* memo) {
     identity = "content:" + *key;
     // Remembered only when the file was last changed before this tick: see content_hash.
     if (stamp(st.st_ctim) >= before || stamp(st.st_mtim) >= before) return *identity;
-    if (local) local->put(memo_key, *identity);
+    if (!memo_file.empty()) {
+      try {
+        std::error_code ec;
+        fs::create_directory(memo_file.parent_path(), ec);
+        internal::write_file_atomically(memo_file, *identity);
+      } catch (const Error&) {  // NOLINT(bugprone-empty-catch): remembered in this process only
+      }
+    }
   }
   std::lock_guard lock(mutex);
   seen[path.string()] = {stamp_text, *identity};

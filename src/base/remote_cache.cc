@@ -153,6 +153,7 @@ RemoteStore& RemoteLevel::store_for_checks() {
 }
 
 void RemoteLevel::fault(std::string_view what) {
+  if (what.starts_with(name_ + ": ")) what.remove_prefix(name_.size() + 2);  // named once
   errors_.fetch_add(1);
   if (consecutive_faults_.fetch_add(1) + 1 >= kFaultsBeforeGivingUp) given_up_.store(true);
   std::lock_guard lock(warning_mutex_);

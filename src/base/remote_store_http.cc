@@ -162,6 +162,11 @@ std::string status_text(long status) {
   }
 }
 
+// A time limit as libcurl takes it, at least 1 ms (0 would be none).
+long milliseconds(std::chrono::milliseconds limit) {
+  return static_cast<long>(std::max<std::chrono::milliseconds::rep>(limit.count(), 1));
+}
+
 class HttpStore final : public RemoteStore {
  public:
   HttpStore(const CurlApi& api, const RemoteStoreOptions& options)
@@ -227,9 +232,9 @@ class HttpStore final : public RemoteStore {
     }
   }
 
+  // http and https only; a libcurl older than 7.85 knows only the bit mask (deprecated since).
   void limit_protocols(CURL* handle) const {
     if (api_.easy_setopt(handle, CURLOPT_PROTOCOLS_STR, "http,https") == CURLE_OK) return;
-      // A libcurl older than 7.85 knows only the bit mask.
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wdeprecated-declarations"
     set(handle, CURLOPT_PROTOCOLS, static_cast<long>(CURLPROTO_HTTP | CURLPROTO_HTTPS));
@@ -263,8 +268,8 @@ class HttpStore final : public RemoteStore {
                  char* errors) const {
     set(handle, CURLOPT_URL, url.c_str());
     set(handle, CURLOPT_NOSIGNAL, 1L);  // no SIGALRM for DNS time limits: threads
-    set(handle, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(options_.connect_timeout.count()));
-    set(handle, CURLOPT_TIMEOUT_MS, static_cast<long>(options_.operation_timeout.count()));
+    set(handle, CURLOPT_CONNECTTIMEOUT_MS, milliseconds(options_.connect_timeout));
+    set(handle, CURLOPT_TIMEOUT_MS, milliseconds(options_.operation_timeout));
     set(handle, CURLOPT_FOLLOWLOCATION, 0L);
     limit_protocols(handle);
     (void)api_.easy_setopt(handle, CURLOPT_HTTP09_ALLOWED, 0L);  // libcurl < 7.64: not known
@@ -288,14 +293,10 @@ class HttpStore final : public RemoteStore {
                std::initializer_list<long> accepted) {
     check_object_name(name_, kind, hex);
     std::string url = fmt::format("{}/{}/{}", base_, kind, hex);
+    char errors[CURL_ERROR_SIZE] = "";  // before the handle, which may write it until its end
     Handle handle = pool_.take();
-    if (handle) {
-      api_.easy_reset(handle.get());
-    } else {
-      handle = Handle(api_.easy_init(), api_.easy_cleanup);
-      if (!handle) throw error(method, kind, hex, "curl_easy_init failed");
-    }
-    char errors[CURL_ERROR_SIZE] = "";
+    if (!handle) handle = Handle(api_.easy_init(), api_.easy_cleanup);
+    if (!handle) throw error(method, kind, hex, "curl_easy_init failed");
     configure(handle.get(), url, method, transfer, errors);
     CURLcode code = CURLE_OK;
     {
@@ -311,6 +312,8 @@ class HttpStore final : public RemoteStore {
     if (std::find(accepted.begin(), accepted.end(), status) == accepted.end()) {
       throw error(method, kind, hex, status_text(status));
     }
+    // Idle handles keep their connections but no options: none points into this call's frame.
+    api_.easy_reset(handle.get());
     pool_.give_back(std::move(handle));
     return status;
   }

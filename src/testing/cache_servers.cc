@@ -158,19 +158,11 @@ RedisServer::RedisServer(const Options& options) : options_(options) {
 }
 
 bool RedisServer::start(const Options& options, std::string& failure) {
-  std::vector<std::string> argv = {find_program("redis-server")->string(),
-                                   "--save",
-                                   "",
-                                   "--appendonly",
-                                   "no",
-                                   "--dir",
-                                   directory_.path().string(),
-                                   "--daemonize",
-                                   "no",
-                                   "--logfile",
-                                   "",
-                                   "--bind",
-                                   "127.0.0.1"};
+  // No persistence, no daemon, the log on stdout (BackgroundProcess's log), loopback only.
+  std::vector<std::string> argv = {find_program("redis-server")->string()};
+  argv.insert(argv.end(), {"--save", "", "--appendonly", "no", "--daemonize", "no"});
+  argv.insert(argv.end(), {"--logfile", "", "--bind", "127.0.0.1"});
+  argv.insert(argv.end(), {"--dir", directory_.path().string()});
   if (options.unix_socket) {
     socket_ = directory_ / "redis.sock";
     port_ = 0;
@@ -295,16 +287,10 @@ bool WebdavServer::start(std::string& failure) {
   port_ = unused_loopback_port();
   write_config();
   const fs::path& dir = directory_.path();
-  std::vector<std::string> argv = {
-      find_program("nginx")->string(),
-      "-p",
-      dir.string(),
-      "-c",
-      (dir / "nginx.conf").string(),
-      "-e",
-      (dir / "error.log").string(),
-      "-g",
-      fmt::format("daemon off; pid {};", (dir / "nginx.pid").string())};
+  std::vector<std::string> argv = {find_program("nginx")->string(), "-p", dir.string()};
+  argv.insert(argv.end(),
+              {"-c", (dir / "nginx.conf").string(), "-e", (dir / "error.log").string()});
+  argv.insert(argv.end(), {"-g", fmt::format("daemon off; pid {};", (dir / "nginx.pid").string())});
   process_.reset();  // a failed attempt's server
   fs::remove(dir / "error.log");
   fs::remove(dir / "nginx.out");

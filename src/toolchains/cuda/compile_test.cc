@@ -353,8 +353,13 @@ TEST_F(CudaCompile, KilnsNvrtcLayoutGivesTheSeedsResult) {
 // What the cache directory holds besides kiln's compile server (its own subdirectory).
 std::vector<std::string> cache_entries(const std::filesystem::path& dir) {
   std::vector<std::string> names;
+  // Entries are named by their keys (32 hex digits); the servers' files, the counters and the
+  // tools' content hashes lie beside them.
   for (const auto& entry : std::filesystem::directory_iterator(dir)) {
-    if (entry.path().filename() != "servers") names.push_back(entry.path().filename().string());
+    std::string name = entry.path().filename().string();
+    if (name.size() == 32 && name.find_first_not_of("0123456789abcdef") == std::string::npos) {
+      names.push_back(name);
+    }
   }
   return names;
 }
