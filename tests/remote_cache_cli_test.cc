@@ -31,6 +31,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <ostream>
 #include <regex>
 #include <set>
 #include <string>
@@ -154,6 +155,9 @@ void write_text(const fs::path& path, const std::string& text) {
 enum class Server { redis, webdav };
 
 std::string server_name(Server server) { return server == Server::redis ? "Redis" : "WebDAV"; }
+
+// How gtest names a parameter in its messages.
+void PrintTo(Server server, std::ostream* os) { *os << server_name(server); }
 
 // A Redis or WebDAV server of a test, and what it holds, seen as the objects "ac/<hex>" and
 // "cas/<hex>" of docs/remote-cache.md (Redis: the keys kiln:ac:<hex>, kiln:cas:<hex>).
@@ -941,6 +945,8 @@ struct FaultCase {
   std::string scheme;  // "redis" or "http"
   std::string name;
 };
+
+void PrintTo(const FaultCase& c, std::ostream* os) { *os << c.name; }
 
 class RemoteCacheCliFaultyServer : public ::testing::TestWithParam<FaultCase> {
  protected:

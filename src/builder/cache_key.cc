@@ -53,19 +53,25 @@ nlohmann::json step_material(const RecipeStep& step, const Workspace& ws) {
   return {{"argv", argv}, {"cwd", stable(run.cwd.string(), ws)}, {"env", env}};
 }
 
+nlohmann::json stable_all(const std::vector<std::string>& texts, const Workspace& ws) {
+  nlohmann::json all = nlohmann::json::array();
+  for (const std::string& text : texts) all.push_back(stable(text, ws));
+  return all;
+}
+
 // Everything of the job and its recipe that changes the output, but the files' content.
 std::string material(const Job& job, const Recipe& recipe, const Workspace& ws) {
   nlohmann::json material = {
       {"kind", kind_name(job.kind)},
       {"language", job.language ? language_name(*job.language) : ""},
-      {"options", job.options},
+      {"options", stable_all(job.options, ws)},
       {"toolchain", toolchain_name(job.toolchain)},
       {"arch", job.arch},
       {"format", job.kind == JobKind::cuda ? cuda::format_name(job.format) : ""},
       {"backend", job.kind == JobKind::cuda ? cuda::backend_name(job.backend) : ""},
       {"tools", nlohmann::json::array()},
       {"steps", nlohmann::json::array()},
-      {"key_material", recipe.key_material}};
+      {"key_material", stable_all(recipe.key_material, ws)}};
   for (const RecipeTool& tool : recipe.tools) {
     material["tools"].push_back(
         {{"program", stable(tool.program, ws)}, {"identity", tool.identity}});
