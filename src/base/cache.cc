@@ -305,6 +305,8 @@ struct Cache::OpenDirectory {
   Counts counts;
   std::mutex flush_mutex;
   std::atomic<std::int64_t> last_flush_ns{0};
+  // A forked child inherits the counts its parent has not added yet: only the parent adds them.
+  pid_t owner = ::getpid();
 
   OpenDirectory(internal::UniqueFd open, fs::path dir)
       : fd(std::move(open)), directory(std::move(dir)) {}
@@ -314,6 +316,7 @@ struct Cache::OpenDirectory {
 
   // Adds what this process counted to the counters file (under its lock); never throws.
   void flush() noexcept {
+    if (::getpid() != owner) return;
     std::array<std::uint64_t, 9> delta = {
         counts.local_hits.exchange(0), counts.local_misses.exchange(0),
         counts.hits.exchange(0),       counts.misses.exchange(0),

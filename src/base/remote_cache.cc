@@ -67,6 +67,14 @@ std::string remote_action_text(std::string_view content_sha256, std::uint64_t si
   return fmt::format("{}{} {}\n", kActionMagic, content_sha256, size);
 }
 
+RemoteStoreOptions store_options(const RemoteCacheOptions& options) {
+  RemoteStoreOptions store =
+      RemoteStoreOptions::parse(options.url, options.credentials_file, options.ca_file);
+  store.operation_timeout = options.operation_timeout;
+  store.connect_timeout = std::min(std::chrono::milliseconds(1000), options.operation_timeout / 3);
+  return store;
+}
+
 std::shared_ptr<RemoteLevel> RemoteLevel::of(const RemoteCacheOptions& options) {
   struct Known {
     pid_t pid;
@@ -119,12 +127,7 @@ RemoteStore* RemoteLevel::open_store() {
   if (store_) return store_.get();
   if (given_up_.load()) return nullptr;
   try {
-    RemoteStoreOptions store =
-        RemoteStoreOptions::parse(options_.url, options_.credentials_file, options_.ca_file);
-    store.operation_timeout = options_.operation_timeout;
-    store.connect_timeout =
-        std::min(std::chrono::milliseconds(1000), options_.operation_timeout / 3);
-    store_ = open_remote_store(store);
+    store_ = open_remote_store(store_options(options_));
     return store_.get();
   } catch (const Error& e) {
     given_up_.store(true);
@@ -137,19 +140,6 @@ RemoteStore* RemoteLevel::open_store() {
     }
     return nullptr;
   }
-}
-
-RemoteStore& RemoteLevel::store_for_checks() {
-  std::lock_guard lock(open_mutex_);
-  if (!store_) {
-    RemoteStoreOptions store =
-        RemoteStoreOptions::parse(options_.url, options_.credentials_file, options_.ca_file);
-    store.operation_timeout = options_.operation_timeout;
-    store.connect_timeout =
-        std::min(std::chrono::milliseconds(1000), options_.operation_timeout / 3);
-    store_ = open_remote_store(store);
-  }
-  return *store_;
 }
 
 void RemoteLevel::fault(std::string_view what) {

@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "internal/remote_level.h"
 #include "internal/sha256.h"
 #include "kiln/cache.h"
 #include "kiln/doctor.h"
@@ -61,10 +62,7 @@ std::vector<Finding> check_remote_cache() {
   std::string mode = remote->read_write ? "read-write" : "read-only";
   Finding f{std::string(kCheck), Status::pass, "", ""};
   try {
-    RemoteStoreOptions options =
-        RemoteStoreOptions::parse(remote->url, remote->credentials_file, remote->ca_file);
-    options.operation_timeout = remote->operation_timeout;
-    std::unique_ptr<RemoteStore> store = open_remote_store(options);
+    std::unique_ptr<RemoteStore> store = open_remote_store(internal::store_options(*remote));
     double ms = median_round_trip_ms(*store, 5);
     std::string wrote = "read";
     if (remote->read_write) {

@@ -55,9 +55,6 @@ class RemoteLevel {
   // Whether faults made this process stop asking the server.
   bool given_up() const noexcept { return given_up_.load(); }
 
-  // kiln doctor: the store itself, opened now (throws RemoteStoreError, InvalidArgument).
-  RemoteStore& store_for_checks();
-
   explicit RemoteLevel(RemoteCacheOptions options);
 
  private:
@@ -78,6 +75,10 @@ class RemoteLevel {
   std::atomic<std::uint64_t> hits_{0}, misses_{0}, errors_{0}, uploads_{0}, rejected_{0};
   std::atomic<std::uint64_t> bytes_down_{0}, bytes_up_{0};
 };
+
+// What the store of `options` is opened with: its URL and files read, connecting limited to a
+// third of an operation's limit (at most 1 s). Throws as RemoteStoreOptions::parse.
+RemoteStoreOptions store_options(const RemoteCacheOptions& options);
 
 // The action entry's name for `key`, and the text of an action entry naming content by its
 // SHA-256 (hex) and size.
