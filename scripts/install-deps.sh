@@ -134,7 +134,7 @@ test_packages=(
   ccache distcc
   bubblewrap icecc iproute2  # sccache-dist's build server sandbox; icecream; network namespaces
   debootstrap                # .deps/wheel-root
-  redis-server nginx         # the remote cache's tests and benchmarks: real servers
+  redis-server nginx openssl # the remote cache's tests and benchmarks: real servers (HTTPS)
 )
 if [ "$level" != base ]; then packages+=("${wheel_packages[@]}"); fi
 if [ "$level" = tests ]; then packages+=("${test_packages[@]}"); fi

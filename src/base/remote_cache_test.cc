@@ -156,6 +156,22 @@ TEST_P(RemoteCacheOnServer, AServerThatDiesIsSurvivedAndGivenUpOn) {
   EXPECT_EQ(counters.uploads - before.uploads, 0u);
 }
 
+TEST_P(RemoteCacheOnServer, AnEntryOverTheSizeLimitIsNotUploaded) {
+  Cache ci = Cache::open(
+      {.directory = dir_.path() / "ci",
+       .enabled = true,
+       .remote = RemoteCacheOptions{.url = url_, .read_write = true, .max_object_bytes = 100},
+       .base_directory = dir_.path()});
+  std::string small = cache_key({"small"});
+  std::string large = cache_key({"large"});
+  ci.put(small, std::string(50, 's'));
+  ci.put(large, std::string(1000, 'l'));
+  EXPECT_TRUE(holds(small));
+  EXPECT_FALSE(holds(large));
+  EXPECT_FALSE(store_->contains("cas", cas_name(std::string(1000, 'l'))));
+  EXPECT_EQ(ci.get(large), std::string(1000, 'l'));  // kept locally all the same
+}
+
 INSTANTIATE_TEST_SUITE_P(Servers, RemoteCacheOnServer,
                          ::testing::Values(Server::redis, Server::webdav), [](const auto& info) {
                            return std::string(info.param == Server::redis ? "Redis" : "Webdav");
