@@ -71,6 +71,10 @@ struct CompileOptions {
   // TVM_KERNEL_DUMP (a dump is wanted for its files). A cache that cannot be opened is not
   // used (CompileResult::warning says why) and the compile goes on without it.
   bool use_cache = true;
+  // With use_cache: whether a stored result may be served. false stores what is compiled without
+  // serving anything (kiln build: a job's status and log say what ran, and a kernel it compiled
+  // is still there for `kiln cuda compile` and kiln.support.nvcc).
+  bool cache_reads = true;
 };
 
 // The format a compile makes when none is asked for: ptx with nvcc, cubin with NVRTC. The one
@@ -94,7 +98,8 @@ struct CompileResult {
   // The compiler's messages on success: warnings, ptxas -v's resource lines. Empty when the
   // result came from the cache.
   std::string log{};
-  bool cached = false;  // served from kiln's kernel cache
+  bool cached = false;           // served from kiln's kernel cache
+  bool cached_remotely = false;  // ... and its remote level held it (docs/remote-cache.md)
   // NVRTC programs the source was compiled as: 1, or the parts of a module of many kernels that
   // kiln's compile server compiled at once and ptxas put into one cubin (each kernel's machine
   // code is the one compile's: KILN_NVRTC_SPLIT=0 compiles it as one). 0 from the cache.

@@ -19,6 +19,7 @@
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
+#include "internal/cache_pins.h"
 #include "internal/fd.h"
 #include "internal/files.h"
 #include "internal/remote_level.h"
@@ -200,65 +201,6 @@ Cache Cache::disabled() { return Cache(); }
 
 namespace {
 
-bool is_path_char(char c) {
-  return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '.' || c == '_' || c == '-' ||
-         c == '/' || c == '+' || c == '~';
-}
-
-// Whether `text` is an option that a path follows directly ("-I", "-isystem", "-L").
-bool is_option(std::string_view text) {
-  return text.size() >= 2 && text[0] == '-' &&
-         std::all_of(text.begin() + 1, text.end(), [](char c) {
-           return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '-' || c == '_';
-         });
-}
-
-// The base directory: absolute and lexically normal, without a trailing slash; "" (no
-// relocation) for the root or a name with a newline.
-fs::path base_directory_of(const fs::path& given) {
-  fs::path base = given;
-  if (base.empty()) {
-    if (auto dir = env("KILN_BASE_DIR")) {
-      base = *dir;
-    } else {
-      std::error_code ec;
-      base = fs::current_path(ec);
-    }
-  }
-  if (base.empty()) return {};
-  base = fs::absolute(base).lexically_normal();
-  std::string text = base.string();
-  while (text.size() > 1 && text.back() == '/') text.pop_back();
-  if (text == "/" || text.find('\n') != std::string::npos) return {};
-  return text;
-}
-
-// The entry's bytes as stored: its pin line, then the bytes.
-std::string payload_of(std::string_view bytes, const fs::path& base) {
-  std::string pin;
-  std::string b = base.string();
-  if (!b.empty() && std::string_view(bytes).find(b) != std::string_view::npos) pin = b;
-  std::string payload;
-  payload.reserve(pin.size() + 1 + bytes.size());
-  payload.append(pin).append(1, '\n').append(bytes);
-  return payload;
-}
-
-// The bytes of a payload pinned to no base or to `base`; std::nullopt otherwise.
-std::optional<std::string> bytes_of(std::string payload, const fs::path& base) {
-  size_t newline = payload.find('\n');
-  if (newline == std::string::npos) return std::nullopt;
-  if (newline != 0 && std::string_view(payload).substr(0, newline) != base.string()) {
-    return std::nullopt;
-  }
-  payload.erase(0, newline + 1);
-  return payload;
-}
-
-}  // namespace
-
-namespace {
-
 // The counters this process has not yet added to the directory's counters file.
 struct Counts {
   std::atomic<std::uint64_t> local_hits{0}, local_misses{0};
@@ -362,7 +304,7 @@ Cache Cache::open(const CacheOptions& options) {
   cache.open_ =
       std::make_shared<OpenDirectory>(open_directory_checked(cache.directory_), cache.directory_);
   reap_temporaries(cache.open_->fd.get());
-  cache.base_ = base_directory_of(options.base_directory);
+  cache.base_ = internal::base_directory_of(options.base_directory);
   std::optional<RemoteCacheOptions> remote = options.remote;
   if (!remote) {
     try {
@@ -388,30 +330,6 @@ std::string Cache::remote_description() const { return remote_ ? remote_->descri
 
 RemoteCounters Cache::remote_counters() const {
   return remote_ ? remote_->counters() : RemoteCounters{};
-}
-
-std::string Cache::relocated(std::string_view text) const {
-  std::string base = base_.string();
-  if (base.size() < 2) return std::string(text);
-  std::string out;
-  size_t from = 0;
-  for (size_t at = text.find(base); at != std::string_view::npos; at = text.find(base, at + 1)) {
-    if (at < from) continue;
-    size_t end = at + base.size();
-    bool whole_after = end == text.size() || text[end] == '/' || !is_path_char(text[end]);
-    bool whole_before = at == 0 || !is_path_char(text[at - 1]) || is_option(text.substr(0, at));
-    if (!whole_after || !whole_before) continue;
-    out.append(text.substr(from, at - from)).append("$BASE");
-    from = end;
-  }
-  out.append(text.substr(from));
-  return out;
-}
-
-fs::path Cache::resolved(std::string_view relocated_path) const {
-  if (relocated_path == "$BASE") return base_;
-  if (relocated_path.starts_with("$BASE/")) return base_ / relocated_path.substr(6);
-  return fs::path(relocated_path);
 }
 
 std::string Cache::entry_name(std::string_view key) const {
@@ -445,7 +363,7 @@ std::optional<std::string> Cache::get(std::string_view key, CacheOrigin* origin)
   std::string name = entry_name(key);
   Counts& counts = open_->counts;
   if (std::optional<std::string> payload = get_local(name)) {
-    if (std::optional<std::string> bytes = bytes_of(std::move(*payload), base_)) {
+    if (std::optional<std::string> bytes = internal::unpinned_bytes(std::move(*payload), base_)) {
       if (counted_) counts.local_hits.fetch_add(1);
       open_->flush_now_and_then();
       if (origin != nullptr) *origin = CacheOrigin::local;
@@ -478,7 +396,7 @@ std::optional<std::string> Cache::get(std::string_view key, CacheOrigin* origin)
     open_->flush_now_and_then();
     return std::nullopt;
   }
-  std::optional<std::string> bytes = bytes_of(fetched.payload, base_);
+  std::optional<std::string> bytes = internal::unpinned_bytes(fetched.payload, base_);
   if (!bytes) {  // pinned to another checkout: what this one compiles will be stored instead
     remote_->unusable_hit();
     counts.misses.fetch_add(1);
@@ -518,7 +436,7 @@ void Cache::put_local(const std::string& name, std::string_view payload) const {
 void Cache::put(std::string_view key, std::string_view bytes) const {
   if (!enabled_) return;
   std::string name = entry_name(key);
-  std::string payload = payload_of(bytes, base_);
+  std::string payload = internal::pinned_payload(bytes, base_);
   put_local(name, payload);
   if (remote_ && remote_->store(key, payload)) {
     open_->counts.uploads.fetch_add(1);

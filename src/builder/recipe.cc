@@ -96,9 +96,11 @@ Recipe Chooser::cuda_kernel() {
       .source_path = job_.sources.empty() ? fs::path() : job_.sources.front(),
       .backend = job_.backend,
       .launcher = launcher(),
-      // The kernel cache that `kiln cuda compile` and kiln.support.nvcc.compile_cuda share: a
-      // kernel one of them compiled is not compiled again here, and the other way round.
-      .use_cache = ws_.cache != nullptr && ws_.cache->enabled()};
+      // Stored into the kernel cache `kiln cuda compile` and kiln.support.nvcc.compile_cuda use
+      // (and its remote level): a kernel compiled here is a hit for them. Never served from it:
+      // the job's own cache entry is what a rebuild hits, and a job that ran has its log.
+      .use_cache = ws_.cache != nullptr && ws_.cache->enabled(),
+      .cache_reads = false};
   headers = [code, compile](const fs::path& scratch) {
     cuda::CompileOptions scan = compile;
     scan.launcher.reset();  // a header scan is no compile to distribute

@@ -78,7 +78,8 @@ void compile(const CompileArgs& args) {
   }
   std::string notes(cuda::backend_name(backend));
   if (!args.arch.empty()) notes += ", " + args.arch;
-  if (result.cached) notes += ", cached";  // from kiln's kernel cache: no compiler ran
+  // From kiln's kernel cache: no compiler ran.
+  if (result.cached) notes += result.cached_remotely ? ", from the remote cache" : ", cached";
   if (result.programs > 1) notes += fmt::format(", {} programs at once", result.programs);
   std::cout << fmt::format("{}: {} bytes of {} ({})\n", output.string(), result.bytes.size(),
                            cuda::format_name(chosen), notes);

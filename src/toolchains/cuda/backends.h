@@ -23,6 +23,7 @@ struct Request {
   std::vector<std::string> options;
   bool nvshmem = false;
   const Cache* cache = nullptr;         // where results are looked up and stored; none: no caching
+  bool cache_reads = true;              // CompileOptions::cache_reads
   std::filesystem::path source_path{};  // CompileOptions::source_path
   // CompileOptions::output: with TVM_KERNEL_DUMP and no output, nvcc's result stays in the dump
   // directory (the seed's tvm_kernels.<format>).

@@ -225,6 +225,7 @@ CompileResult internal::compile_or_elsewhere(std::string_view code, const Compil
     try {
       cache = Cache::open();
       if (cache->enabled()) request.cache = &*cache;
+      request.cache_reads = options.cache_reads;
     } catch (const Error& e) {  // a miss: the compile goes on uncached (and says why)
       warning = fmt::format("kiln's kernel cache is not used: {}", e.what());
     }

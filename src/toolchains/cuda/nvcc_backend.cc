@@ -201,8 +201,13 @@ CompileResult compile_with_nvcc(const Request& request) {
   if (request.cache != nullptr) {
     direct.emplace(*request.cache, nvcc_cache_key(cmd, request, source, nvshmem),
                    std::vector<fs::path>{});
-    if (std::optional<std::string> hit = direct->get()) {
-      return {.bytes = std::move(*hit), .cached = true, .programs = 0};
+    CacheOrigin origin = CacheOrigin::none;
+    std::optional<std::string> hit = request.cache_reads ? direct->get(&origin) : std::nullopt;
+    if (hit) {
+      return {.bytes = std::move(*hit),
+              .cached = true,
+              .cached_remotely = origin == CacheOrigin::remote,
+              .programs = 0};
     }
     // -MD costs nvcc a whole host-side preprocessing pass (+0.1-0.3 s): only when the compile
     // may read a header the toolkit's identity does not cover.

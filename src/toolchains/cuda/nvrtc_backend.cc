@@ -378,9 +378,12 @@ CompileResult compile_with_nvrtc(const Request& request) {
   if (request.cache == nullptr) return compile_once(request, plan);
   DirectCache direct(*request.cache, nvrtc_cache_key(request, plan),
                      std::vector<fs::path>{});  // headers: below
-  if (std::optional<std::string> hit = direct.get()) {
+  CacheOrigin origin = CacheOrigin::none;
+  std::optional<std::string> hit = request.cache_reads ? direct.get(&origin) : std::nullopt;
+  if (hit) {
     return {.bytes = std::move(*hit),
             .cached = true,
+            .cached_remotely = origin == CacheOrigin::remote,
             .programs = 0,
             .command_line = plan.command_line()};
   }
