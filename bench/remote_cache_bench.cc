@@ -17,8 +17,6 @@
 //
 // Without redis-server (or a peer, or nvcc for the CUDA jobs) it says what it leaves out; it
 // exits 0 then, 1 when a build fails.
-#include <netinet/in.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -52,34 +50,12 @@ constexpr int kCudaJobs = 10;
 constexpr int kHeaders = 4;
 constexpr auto kRunTimeout = std::chrono::minutes(15);
 
-// --- Redis, spoken to directly (RESP2): FLUSHALL and DBSIZE ---
-
-// Sends one command and returns the first line of the reply ("+OK", ":12"); throws when the
-// server cannot be reached.
-std::string redis_command(int port, const std::vector<std::string>& words) {
-  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  timeval limit{10, 0};
-  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &limit, sizeof limit);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  address.sin_port = htons(static_cast<uint16_t>(port));
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0) {
-    ::close(fd);
-    throw std::runtime_error(fmt::format("cannot connect to Redis on port {}", port));
+// Empties the Redis server on the loopback `port` (FLUSHALL); throws when it cannot.
+void flush_redis(int port) {
+  kiln::testing::RespReply reply = kiln::testing::redis_command(port, {"FLUSHALL"});
+  if (!reply.error.empty()) {
+    throw std::runtime_error(fmt::format("FLUSHALL on Redis on port {}: {}", port, reply.error));
   }
-  std::string request = fmt::format("*{}\r\n", words.size());
-  for (const std::string& word : words) request += fmt::format("${}\r\n{}\r\n", word.size(), word);
-  (void)::send(fd, request.data(), request.size(), MSG_NOSIGNAL);
-  std::string reply;
-  char buffer[256];
-  while (reply.find("\r\n") == std::string::npos) {
-    ssize_t n = ::recv(fd, buffer, sizeof buffer, 0);
-    if (n <= 0) break;
-    reply.append(buffer, static_cast<size_t>(n));
-  }
-  ::close(fd);
-  return reply.substr(0, reply.find("\r\n"));
 }
 
 // --- The project ---
@@ -459,7 +435,7 @@ void peer_figures(const fs::path& scratch, int port, const std::string& url) {
       std::printf("  %-8s skipped: %s\n", name.c_str(), why->c_str());
       return;
     }
-    redis_command(port, {"FLUSHALL"});
+    flush_redis(port);
     PeerRun run = fn(a, b, scratch, url);
     std::printf("  %-8s cold %8.3f s   warm remote %8.3f s   [%s]\n", name.c_str(), run.cold,
                 run.warm, run.hits.c_str());
@@ -497,7 +473,7 @@ int main() {
               cuda ? "" : " (no nvcc: the CUDA jobs are left out)");
   kiln::TempDirectory scratch;
   try {
-    redis_command(redis.port(), {"FLUSHALL"});
+    flush_redis(redis.port());
     kiln_figures(scratch.path(), redis.url(), cuda);
     peer_figures(scratch.path(), redis.port(), redis.url());
   } catch (const std::exception& e) {

@@ -2,13 +2,8 @@
 // (-iquote, -isystem, -include, CPATH, C_INCLUDE_PATH, CPLUS_INCLUDE_PATH) are keyed through the
 // compiler's own dependency output, an unchanged rebuild is still a hit, and a source edited
 // while its compile runs is not stored under the key of its old content.
-#include <sys/stat.h>
-#include <time.h>
-
-#include <chrono>
 #include <fstream>
 #include <map>
-#include <thread>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -38,14 +33,7 @@ class CacheProject {
   // (a 4 ms tick; kiln now starts within it) would make an unchanged rebuild a miss, rightly.
   void write(const std::string& name, const std::string& text) const {
     project_.write(name, text);
-    struct stat st {};
-    ASSERT_EQ(::stat(path(name).c_str(), &st), 0) << name;
-    timespec now{};
-    do {
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
-      ::clock_gettime(CLOCK_REALTIME_COARSE, &now);
-    } while (now.tv_sec < st.st_mtim.tv_sec ||
-             (now.tv_sec == st.st_mtim.tv_sec && now.tv_nsec <= st.st_mtim.tv_nsec));
+    testing::wait_for_coarse_clock_past(path(name));
   }
   fs::path path(const std::string& name) const { return project_.path(name); }
 

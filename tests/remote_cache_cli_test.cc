@@ -15,11 +15,7 @@
 //   - `kiln cache stats` counts the remote hits.
 //
 // Each test skips, saying why, when redis-server, nginx or (for the CUDA jobs) nvcc is missing.
-#include <netinet/in.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
-#include <time.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
@@ -35,7 +31,6 @@
 #include <regex>
 #include <set>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include <fmt/format.h>
@@ -58,91 +53,10 @@ using nlohmann::json;
 using testing::Environment;
 using testing::FaultyServer;
 using testing::read_file;
+using testing::redis_command;
 using testing::RedisServer;
+using testing::RespReply;
 using testing::WebdavServer;
-
-// --- A little of Redis' protocol (RESP2), to see what the server holds ---
-
-// A reply: an integer, simple or bulk strings (an array's elements, in order), or an error.
-struct RespReply {
-  long long integer = 0;
-  std::vector<std::string> strings;
-  std::string error;
-};
-
-// Parses one reply at the front of `text` into `reply`: the bytes it took, or 0 when `text`
-// does not hold a whole reply yet. Arrays of arrays are not needed here and not understood.
-size_t parse_resp(std::string_view text, RespReply& reply) {
-  size_t end = text.find("\r\n");
-  if (end == std::string_view::npos) return 0;
-  std::string head(text.substr(1, end - 1));
-  size_t after = end + 2;
-  switch (text[0]) {
-    case '+':
-      reply.strings.push_back(head);
-      return after;
-    case '-':
-      reply.error = head;
-      return after;
-    case ':':
-      reply.integer = std::stoll(head);
-      return after;
-    case '$': {
-      long long size = std::stoll(head);
-      if (size < 0) return after;  // nil
-      auto bytes = static_cast<size_t>(size);
-      if (text.size() < after + bytes + 2) return 0;
-      reply.strings.emplace_back(text.substr(after, bytes));
-      return after + bytes + 2;
-    }
-    case '*': {
-      long long count = std::stoll(head);
-      for (long long i = 0; i < count; ++i) {
-        size_t used = parse_resp(text.substr(after), reply);
-        if (used == 0) return 0;
-        after += used;
-      }
-      return after;
-    }
-    default:
-      throw std::runtime_error("not a RESP reply: " + std::string(text.substr(0, 40)));
-  }
-}
-
-// Sends one command to the Redis server on the loopback `port` and returns its reply; a reply
-// with `error` set when the server cannot be reached.
-RespReply redis_command(int port, const std::vector<std::string>& words) {
-  RespReply reply;
-  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  timeval limit{5, 0};
-  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &limit, sizeof limit);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  address.sin_port = htons(static_cast<uint16_t>(port));
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0) {
-    ::close(fd);
-    reply.error = "cannot connect";
-    return reply;
-  }
-  std::string request = fmt::format("*{}\r\n", words.size());
-  for (const std::string& word : words) request += fmt::format("${}\r\n{}\r\n", word.size(), word);
-  (void)::send(fd, request.data(), request.size(), MSG_NOSIGNAL);
-  std::string received;
-  char buffer[65536];
-  for (;;) {
-    ssize_t n = ::recv(fd, buffer, sizeof buffer, 0);
-    if (n <= 0) {
-      reply.error = "no whole reply";
-      break;
-    }
-    received.append(buffer, static_cast<size_t>(n));
-    if (parse_resp(received, reply) != 0) break;
-    reply = {};
-  }
-  ::close(fd);
-  return reply;
-}
 
 // Writes `text` as it is to `path`, making its directories.
 void write_text(const fs::path& path, const std::string& text) {
@@ -357,25 +271,11 @@ Project generate(const fs::path& root, const Shape& shape) {
   return project;
 }
 
-// Waits for the kernel's coarse clock, which stamps modification times, to pass `path`'s: kiln
-// stores no entry whose header changed at or after its compile began, so a header written in
-// the same tick as the build starts would not be stored (nor uploaded), rightly.
-void wait_past_mtime(const fs::path& path) {
-  struct stat st {};
-  ASSERT_EQ(::stat(path.c_str(), &st), 0) << path;
-  timespec now{};
-  do {
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    ::clock_gettime(CLOCK_REALTIME_COARSE, &now);
-  } while (now.tv_sec < st.st_mtim.tv_sec ||
-           (now.tv_sec == st.st_mtim.tv_sec && now.tv_nsec <= st.st_mtim.tv_nsec));
-}
-
 // Writes every file of `project` and its manifest kiln.json under `root`.
 void write_project(const fs::path& root, const Project& project) {
   for (const auto& [name, text] : project.files) write_text(root / name, text);
   write_text(root / "kiln.json", project.manifest().dump(2));
-  wait_past_mtime(root / "kiln.json");
+  testing::wait_for_coarse_clock_past(root / "kiln.json");
 }
 
 // --- Builds ---
@@ -629,7 +529,7 @@ TEST_P(RemoteCacheCli, TwoCheckoutsOnTwoMachinesShareEveryJobAndMissExactlyWhatC
 
   // One header: exactly the jobs that include it.
   write_text(m.bob.checkout() / "include/proj/h1.h", header_text(1, 4242));
-  wait_past_mtime(m.bob.checkout() / "include/proj/h1.h");
+  testing::wait_for_coarse_clock_past(m.bob.checkout() / "include/proj/h1.h");
   Build header = build_changed("header");
   ASSERT_EQ(header.result.exit_code, 0) << header.context();
   auto reads_h1 = [&](const std::string& name) {

@@ -311,8 +311,9 @@ Cache Cache::open(const CacheOptions& options) {
       remote = RemoteCacheOptions::from_environment();
     } catch (const InvalidArgument& e) {  // the local level works without it
       static std::once_flag warned;
-      std::call_once(
-          warned, [&] { std::fprintf(stderr, "kiln: warning: no remote cache: %s\n", e.what()); });
+      std::call_once(warned, [&] {
+        (void)std::fprintf(stderr, "kiln: warning: no remote cache: %s\n", e.what());
+      });
     }
   }
   if (remote && !remote->url.empty()) cache.remote_ = internal::RemoteLevel::of(*remote);

@@ -11,7 +11,6 @@
 namespace kiln {
 
 namespace fs = std::filesystem;
-using internal::env;
 
 namespace {
 

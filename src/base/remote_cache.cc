@@ -136,7 +136,7 @@ RemoteStore* RemoteLevel::open_store() {
     if (warning_.empty()) {
       warning_ =
           fmt::format("remote cache {}: {}; building with the local cache only", name_, e.what());
-      std::fprintf(stderr, "kiln: warning: %s\n", warning_.c_str());
+      (void)std::fprintf(stderr, "kiln: warning: %s\n", warning_.c_str());
     }
     return nullptr;
   }
@@ -152,7 +152,7 @@ void RemoteLevel::fault(std::string_view what) {
       "remote cache {}: {}; building on with the local cache (after {} failures in a row kiln "
       "stops asking it)",
       name_, what, kFaultsBeforeGivingUp);
-  std::fprintf(stderr, "kiln: warning: %s\n", warning_.c_str());
+  (void)std::fprintf(stderr, "kiln: warning: %s\n", warning_.c_str());
 }
 
 void RemoteLevel::reject(std::string_view what) {
@@ -162,7 +162,7 @@ void RemoteLevel::reject(std::string_view what) {
   warned_rejected_ = true;
   std::string line = fmt::format("remote cache {}: {}; not used, compiling instead", name_, what);
   if (warning_.empty()) warning_ = line;
-  std::fprintf(stderr, "kiln: warning: %s\n", line.c_str());
+  (void)std::fprintf(stderr, "kiln: warning: %s\n", line.c_str());
 }
 
 namespace {

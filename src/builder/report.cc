@@ -59,9 +59,12 @@ nlohmann::json summary_json(const Report& report) {
 constexpr size_t kTraceLogBytes = 2000;
 
 std::string human_bytes(std::uint64_t bytes) {
-  if (bytes < 10 * 1024) return fmt::format("{} B", bytes);
-  if (bytes < 10 * 1024 * 1024) return fmt::format("{:.1f} KiB", static_cast<double>(bytes) / 1024);
-  return fmt::format("{:.1f} MiB", static_cast<double>(bytes) / (1024 * 1024));
+  constexpr std::uint64_t kKiB = 1024;
+  if (bytes < 10 * kKiB) return fmt::format("{} B", bytes);
+  if (bytes < 10 * kKiB * kKiB) {
+    return fmt::format("{:.1f} KiB", static_cast<double>(bytes) / kKiB);
+  }
+  return fmt::format("{:.1f} MiB", static_cast<double>(bytes) / (kKiB * kKiB));
 }
 
 long long microseconds(double seconds) { return static_cast<long long>(seconds * 1e6); }

@@ -13,6 +13,8 @@
 #include <cstring>
 #include <fstream>
 #include <map>
+#include <stdexcept>
+#include <string_view>
 #include <vector>
 
 #include <fmt/format.h>
@@ -36,6 +38,45 @@ sockaddr_in loopback(int port) {
   address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   address.sin_port = htons(static_cast<uint16_t>(port));
   return address;
+}
+
+// Parses one reply at the front of `text` into `reply`: the bytes it took, or 0 when `text`
+// does not hold a whole reply yet.
+size_t parse_resp(std::string_view text, RespReply& reply) {
+  size_t end = text.find("\r\n");
+  if (end == std::string_view::npos) return 0;
+  std::string head(text.substr(1, end - 1));
+  size_t after = end + 2;
+  switch (text[0]) {
+    case '+':
+      reply.strings.push_back(head);
+      return after;
+    case '-':
+      reply.error = head;
+      return after;
+    case ':':
+      reply.integer = std::stoll(head);
+      return after;
+    case '$': {
+      long long size = std::stoll(head);
+      if (size < 0) return after;  // nil
+      auto bytes = static_cast<size_t>(size);
+      if (text.size() < after + bytes + 2) return 0;
+      reply.strings.emplace_back(text.substr(after, bytes));
+      return after + bytes + 2;
+    }
+    case '*': {
+      long long count = std::stoll(head);
+      for (long long i = 0; i < count; ++i) {
+        size_t used = parse_resp(text.substr(after), reply);
+        if (used == 0) return 0;
+        after += used;
+      }
+      return after;
+    }
+    default:
+      throw std::runtime_error("not a RESP reply: " + std::string(text.substr(0, 40)));
+  }
 }
 
 // A connected socket (1 s limits on reads and writes), or -1.
@@ -133,6 +174,38 @@ int unused_loopback_port() {
   }
   ::close(fd);
   return port;
+}
+
+// --- redis_command ---
+
+RespReply redis_command(int port, const std::vector<std::string>& words) {
+  RespReply reply;
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  timeval limit{5, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &limit, sizeof limit);
+  sockaddr_in address = loopback(port);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0) {
+    ::close(fd);
+    reply.error = "cannot connect";
+    return reply;
+  }
+  std::string request = fmt::format("*{}\r\n", words.size());
+  for (const std::string& word : words) request += fmt::format("${}\r\n{}\r\n", word.size(), word);
+  (void)::send(fd, request.data(), request.size(), MSG_NOSIGNAL);
+  std::string received;
+  char buffer[65536];
+  for (;;) {
+    ssize_t n = ::recv(fd, buffer, sizeof buffer, 0);
+    if (n <= 0) {
+      reply.error = "no whole reply";
+      break;
+    }
+    received.append(buffer, static_cast<size_t>(n));
+    if (parse_resp(received, reply) != 0) break;
+    reply = {};
+  }
+  ::close(fd);
+  return reply;
 }
 
 // --- RedisServer ---

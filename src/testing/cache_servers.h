@@ -2,6 +2,7 @@
 // redis-server and a real nginx serving WebDAV, each in a temporary directory of its own and on a
 // free loopback port (Redis: or a unix socket), and FaultyServer, a loopback listener that
 // misbehaves on purpose. Each ends its server, and everything the server started, when destroyed.
+// redis_command speaks to a Redis server directly, to see (or empty) what it holds.
 //
 //   if (auto why = kiln::testing::RedisServer::missing()) GTEST_SKIP() << *why;
 //   kiln::testing::RedisServer redis({.password = "s3cret"});
@@ -18,6 +19,7 @@
 #include <string>
 #include <string_view>
 #include <thread>
+#include <vector>
 
 #include "kiln/temp_directory.h"
 #include "testing/background_process.h"
@@ -27,6 +29,23 @@ namespace kiln::testing {
 // A loopback TCP port nothing listens on now (bound to port 0, then closed): connecting to it is
 // refused, and a server may take it (racing with other programs doing the same).
 int unused_loopback_port();
+
+// A Redis reply (RESP2): an integer, simple or bulk strings (an array's elements, in order; a nil
+// adds none), or an error. Arrays of arrays are not understood.
+struct RespReply {
+  long long integer = 0;
+  std::vector<std::string> strings;
+  std::string error;
+};
+
+// Sends one command ({"DBSIZE"}, {"KEYS", "*"}, {"FLUSHALL"}) to the Redis server on the loopback
+// `port`, without AUTH, and returns its reply; waits up to 5 s for it. A reply with `error` set
+// ("-ERR ..." without the "-") when the server refuses, "cannot connect" when it cannot be
+// reached, "no whole reply" when it does not answer in time. Throws std::runtime_error when what
+// comes back is not RESP.
+//
+//   kiln::testing::RespReply keys = kiln::testing::redis_command(redis.port(), {"KEYS", "*"});
+RespReply redis_command(int port, const std::vector<std::string>& words);
 
 class RedisServer {
  public:

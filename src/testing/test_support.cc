@@ -7,9 +7,12 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -345,6 +348,17 @@ bool wait_process_gone(pid_t pid, int timeout_ms) {
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
   return true;
+}
+
+void wait_for_coarse_clock_past(const fs::path& file) {
+  struct stat st {};
+  if (::stat(file.c_str(), &st) != 0) throw SystemError("stat " + file.string(), errno);
+  timespec now{};
+  do {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    ::clock_gettime(CLOCK_REALTIME_COARSE, &now);
+  } while (now.tv_sec < st.st_mtim.tv_sec ||
+           (now.tv_sec == st.st_mtim.tv_sec && now.tv_nsec <= st.st_mtim.tv_nsec));
 }
 
 void write_tar_gz(const std::filesystem::path& path,

@@ -66,6 +66,13 @@ std::string sass_listing(const std::filesystem::path& file);
 // encodings, white space made single (the listing pads each line to its own width).
 std::map<std::string, std::string> sass_by_function(const std::string& listing);
 
+// Waits (1 ms sleeps, no bound) until the kernel's coarse clock (CLOCK_REALTIME_COARSE, which
+// stamps modification times) is past `file`'s modification time. kiln stores no cache entry whose
+// input changed at or after its compile began, so a test that writes an input and builds at once,
+// in the same clock tick, would see that entry rightly left out; waiting first makes it stored.
+// Throws SystemError when `file` cannot be stat()ed.
+void wait_for_coarse_clock_past(const std::filesystem::path& file);
+
 // True when `pid` no longer exists or is a zombie (it has stopped running).
 bool process_gone(pid_t pid);
 

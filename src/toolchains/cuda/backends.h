@@ -11,6 +11,7 @@
 #include "internal/files.h"
 #include "kiln/cache.h"
 #include "kiln/cuda.h"
+#include "kiln/direct_cache.h"
 #include "kiln/toolchain_environment.h"
 #include "nvrtc_source.h"
 
@@ -90,6 +91,10 @@ std::optional<std::vector<std::filesystem::path>> nvrtc_headers(
     std::string_view code, const std::string& source, const std::vector<std::string>& options,
     const std::filesystem::path& scratch, const std::filesystem::path& source_dir = {},
     bool nvrtc = true);
+// The stored result of a compile, when `request` may be served one (cache_reads) and `direct`
+// holds it: cached, with the level it came from.
+std::optional<CompileResult> served_from(const DirectCache& direct, const Request& request);
+
 // A cache key's part for the directory the compile runs in: relative include directories, and
 // "..." includes of NVRTC, are found from it. Relative to the cache's base directory.
 std::string working_directory_for_key(const Cache& cache);

@@ -86,6 +86,16 @@ std::string file_identity(const std::filesystem::path& path, const Cache* memo) 
   return identity.empty() ? "absent:" + path.string() : identity;
 }
 
+std::optional<CompileResult> served_from(const DirectCache& direct, const Request& request) {
+  CacheOrigin origin = CacheOrigin::none;
+  std::optional<std::string> hit = request.cache_reads ? direct.get(&origin) : std::nullopt;
+  if (!hit) return std::nullopt;
+  return CompileResult{.bytes = std::move(*hit),
+                       .cached = true,
+                       .cached_remotely = origin == CacheOrigin::remote,
+                       .programs = 0};
+}
+
 std::string file_stamp(const std::filesystem::path& path) {
   std::error_code ec;
   auto size = std::filesystem::file_size(path, ec);

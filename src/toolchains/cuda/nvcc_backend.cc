@@ -201,14 +201,7 @@ CompileResult compile_with_nvcc(const Request& request) {
   if (request.cache != nullptr) {
     direct.emplace(*request.cache, nvcc_cache_key(cmd, request, source, nvshmem),
                    std::vector<fs::path>{});
-    CacheOrigin origin = CacheOrigin::none;
-    std::optional<std::string> hit = request.cache_reads ? direct->get(&origin) : std::nullopt;
-    if (hit) {
-      return {.bytes = std::move(*hit),
-              .cached = true,
-              .cached_remotely = origin == CacheOrigin::remote,
-              .programs = 0};
-    }
+    if (std::optional<CompileResult> hit = served_from(*direct, request)) return std::move(*hit);
     // -MD costs nvcc a whole host-side preprocessing pass (+0.1-0.3 s): only when the compile
     // may read a header the toolkit's identity does not cover.
     std::vector<std::string> options = request.options;

@@ -378,14 +378,9 @@ CompileResult compile_with_nvrtc(const Request& request) {
   if (request.cache == nullptr) return compile_once(request, plan);
   DirectCache direct(*request.cache, nvrtc_cache_key(request, plan),
                      std::vector<fs::path>{});  // headers: below
-  CacheOrigin origin = CacheOrigin::none;
-  std::optional<std::string> hit = request.cache_reads ? direct.get(&origin) : std::nullopt;
-  if (hit) {
-    return {.bytes = std::move(*hit),
-            .cached = true,
-            .cached_remotely = origin == CacheOrigin::remote,
-            .programs = 0,
-            .command_line = plan.command_line()};
+  if (std::optional<CompileResult> hit = served_from(direct, request)) {
+    hit->command_line = plan.command_line();
+    return std::move(*hit);
   }
   CompileResult result = compile_once(request, plan);
   TempDirectory scratch;
