@@ -12,28 +12,13 @@
 #include <thread>
 
 #include "kiln/paths.h"
+#include "testing/cache_servers.h"
 #include "testing/test_support.h"
 
 namespace kiln::testing {
 namespace {
 
 using namespace std::chrono_literals;
-
-int free_loopback_port() {
-  int s = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = 0;
-  socklen_t len = sizeof addr;
-  int port = -1;
-  if (::bind(s, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
-      ::getsockname(s, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
-    port = ntohs(addr.sin_port);
-  }
-  ::close(s);
-  return port;
-}
 
 bool accepts_connections(int port) {
   int s = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -58,7 +43,7 @@ DistccDaemon::DistccDaemon() {
   ::chmod(shared_.path().c_str(), 01777);
   log_ = shared_ / "distccd.log";
   pid_file_ = shared_ / "distccd.pid";
-  port_ = free_loopback_port();
+  port_ = unused_loopback_port();
   if (port_ <= 0) {
     why_ = "no free loopback port";
     return;
