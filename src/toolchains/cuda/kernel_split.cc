@@ -10,6 +10,12 @@ namespace {
 
 bool word_char(char c) { return c == '_' || std::isalnum(static_cast<unsigned char>(c)) != 0; }
 
+// The device library's functions that print or take strings: printf, and assert's message.
+bool printing(std::string_view word) {
+  return word == "printf" || word == "vprintf" || word == "assert" || word == "__assertfail" ||
+         word == "__assert_fail";
+}
+
 // Reads C++ at file scope, as much as telling the kernels' definitions apart needs: comments,
 // string and character literals, preprocessor lines, words and braces. Every other character is
 // only "something": a part of the statement it is in.
@@ -24,6 +30,9 @@ class Scanner {
     }
     return kernels_;
   }
+
+  // What unsplittable() says of the code read.
+  const std::string& unsplittable() const { return unsplittable_; }
 
  private:
   static constexpr size_t kNone = std::string_view::npos;
@@ -108,6 +117,12 @@ class Scanner {
     size_t begin = at_;
     while (at_ < code_.size() && word_char(code_[at_])) ++at_;
     std::string_view text = code_.substr(begin, at_ - begin);
+    namespace_ = text == "namespace";  // a name after it: not an anonymous one
+    if (unsplittable_.empty() && printing(text)) {
+      unsplittable_ = std::string(text) +
+                      " (NVVM names the strings it uses $str, $str$1, ... in each program's own "
+                      "order: the parts' would collide)";
+    }
     if (text == "__global__") {
       if (depth_ != 0) ok_ = false;  // in a namespace, extern "C" { } or a class: not read here
       global_ = true;
@@ -117,6 +132,12 @@ class Scanner {
   }
 
   void open() {
+    if (namespace_ && unsplittable_.empty()) {
+      unsplittable_ =
+          "an anonymous namespace (NVRTC names what it holds after the program's first kernel: "
+          "each part would hold its own copy)";
+    }
+    namespace_ = false;
     if (depth_ == 0) {
       in_kernel_ = global_ && !template_;
       if (in_kernel_ && !first_kernel_) first_kernel_ = statement_;
@@ -167,12 +188,20 @@ class Scanner {
   bool in_kernel_ = false;
   std::optional<size_t> first_kernel_;
   std::vector<KernelSpan> kernels_;
+  bool namespace_ = false;    // the last word was `namespace`
+  std::string unsplittable_;  // the first thing read that the parts would not compile alike
 };
 
 }  // namespace
 
 std::optional<std::vector<KernelSpan>> kernel_definitions(std::string_view code) {
   return Scanner(code).kernels();
+}
+
+std::optional<std::string> unsplittable(std::string_view code) {
+  Scanner scanner(code);
+  if (!scanner.kernels() || scanner.unsplittable().empty()) return std::nullopt;
+  return scanner.unsplittable();
 }
 
 std::vector<std::vector<size_t>> balanced_groups(const std::vector<KernelSpan>& kernels,

@@ -38,6 +38,15 @@ struct KernelSpan {
 // literal).
 std::optional<std::vector<KernelSpan>> kernel_definitions(std::string_view code);
 
+// Why the module is compiled whole although its kernels can be told apart (kernel_definitions),
+// when its code (not its comments, literals or preprocessor lines) says at once that the parts
+// would not compile as the whole does: it prints or asserts (printf, vprintf, assert: NVVM names
+// their strings $str, $str$1, ... in each program's own order) or opens an anonymous namespace
+// (NVRTC names the entities in it after the program's first kernel). std::nullopt otherwise, and
+// when kernel_definitions() finds no kernels to split. Only a shortcut: the parts' PTX is checked
+// for such names whatever the code says (ptx_merge.h's program_dependent_name).
+std::optional<std::string> unsplittable(std::string_view code);
+
 // The kernels' indexes in at most `groups` groups of about equal size in bytes (the largest
 // kernel goes to the group with the fewest bytes first); each group in source order, no group
 // empty, the groups in the order of their first kernel. The same input gives the same groups.

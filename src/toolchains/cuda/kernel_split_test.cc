@@ -78,6 +78,33 @@ TEST(KernelDefinitions, ReadsNothingItCouldSplitWrongly) {
   }
 }
 
+TEST(Unsplittable, SaysWhatTheCodeUsesThatPartsWouldNotCompileAlike) {
+  std::string module = kModule;
+  EXPECT_EQ(unsplittable(module), std::nullopt);
+  auto with_helper = [&](const std::string& helper) {
+    std::string code = module;
+    code.insert(code.find("extern \"C\" __global__ void __launch_bounds__(64) first(half* x);"),
+                helper);
+    return code;
+  };
+  auto printing = unsplittable(with_helper("__device__ void say() { printf(\"%d\\n\", 1); }\n"));
+  ASSERT_TRUE(printing.has_value());
+  EXPECT_TRUE(printing->starts_with("printf (NVVM names the strings")) << *printing;
+  EXPECT_TRUE(unsplittable(with_helper("__device__ void check(int a) { assert(a); }\n")));
+  auto anonymous = unsplittable(with_helper("namespace { __device__ int flag; }\n"));
+  ASSERT_TRUE(anonymous.has_value());
+  EXPECT_TRUE(anonymous->starts_with("an anonymous namespace")) << *anonymous;
+  EXPECT_TRUE(unsplittable(with_helper("namespace /* none */ {\n__device__ int f;\n}\n")));
+  for (const char* fine :
+       {"namespace kiln { __device__ int flag; }\n", "// printf(\"%d\", 1); namespace {\n",
+        "__device__ const char* text = \"assert printf namespace {\";\n",
+        "using namespace std;\n"}) {
+    EXPECT_EQ(unsplittable(with_helper(fine)), std::nullopt) << fine;
+  }
+  EXPECT_EQ(unsplittable("extern \"C\" __global__ void only() { printf(\"x\"); }\n"), std::nullopt)
+      << "nothing to split";
+}
+
 TEST(BalancedGroups, PutsTheLargestKernelFirstInTheLightestGroup) {
   std::vector<KernelSpan> kernels = {{0, 100}, {100, 110}, {110, 170}, {170, 220}};
   auto groups = balanced_groups(kernels, 2);  // 100 + 10 and 60 + 50

@@ -194,6 +194,9 @@ std::optional<CompileResult> compile_in_parts(const Request& request, const Nvrt
   if (!kernels) return std::nullopt;
   std::vector<std::vector<size_t>> groups = groups_of(*kernels, spared);
   if (groups.empty()) return std::nullopt;
+  if (std::optional<std::string> use = unsplittable(request.code)) {
+    return whole("its code uses " + *use);
+  }
   std::string why;
   {
     std::lock_guard lock(release_mutex);
@@ -209,6 +212,13 @@ std::optional<CompileResult> compile_in_parts(const Request& request, const Nvrt
     if (!attempt || attempt->result != 0) {
       return whole(attempt ? "a part did not compile"
                            : "the compile server did not take every part");
+    }
+    if (std::string name = program_dependent_name(attempt->bytes); !name.empty()) {
+      return whole(fmt::format(
+          "a part defines {}, a name NVVM derives from the program, not the source (internal "
+          "linkage: an anonymous namespace, a static function or its static variable; or a "
+          "string or constant it numbers): each part would hold a copy of its own",
+          name));
     }
     ptx.push_back(std::move(attempt->bytes));
     logs.push_back(std::move(attempt->log));

@@ -15,9 +15,15 @@
 // The module is compiled whole instead (std::nullopt here) unless every condition holds: a cubin
 // (not PTX), no NVSHMEM, no TVM_KERNEL_DUMP, KILN_NVRTC_SPLIT is not 0, every option is one of
 // those known to concern only the front end and NVVM (ptxas_flags_if_splittable), the groups
-// spare at least kMinSparedBytes of source beside the largest one (KILN_NVRTC_SPLIT=N: N bytes), a
-// compile server takes every part, a ptxas of NVRTC's release exists, and every part compiles. A
-// part that fails is compiled again as the whole module, so a compile error reads as it always did.
+// spare at least kMinSparedBytes of source beside the largest one (KILN_NVRTC_SPLIT=N: N bytes),
+// the code neither prints nor asserts nor opens an anonymous namespace (kernel_split.h's
+// unsplittable), a compile server takes every part, every part compiles, no part's PTX defines a
+// name NVVM derives from the program (ptx_merge.h's program_dependent_name: an internal-linkage
+// entity, named after the part's first kernel, or a numbered string), and a ptxas of NVRTC's
+// release exists. So every name in the merged module is the source's, the same in each part and in
+// the one compile, and a variable the kernels of two parts share is one variable (NVVM keeps each
+// load of a __device__ variable a program never writes: the host may write it). A part that fails
+// is compiled again as the whole module, so a compile error reads as it always did.
 // KILN_SERVER_DEBUG=1 prints whether a module of several kernels was split, and why not.
 #pragma once
 

@@ -1,6 +1,8 @@
 // merged_ptx() (ptx_merge.h).
 #include "ptx_merge.h"
 
+#include <algorithm>
+#include <cctype>
 #include <set>
 
 namespace kiln::cuda::internal {
@@ -107,7 +109,61 @@ class Reader {
   bool ok_ = true;
 };
 
+bool name_char(char c) {
+  return c == '_' || c == '$' || c == '%' || std::isalnum(static_cast<unsigned char>(c)) != 0;
+}
+
+// The name a statement at module scope defines or declares: a function's (after .func or .entry
+// and the return parameters in parentheses), or a variable's (the last word before its
+// dimensions, initializer or `;`); "" for anything else.
+std::string_view declared_name(std::string_view statement) {
+  auto word_at = [&](size_t at) {
+    size_t end = at;
+    while (end < statement.size() && name_char(statement[end])) ++end;
+    return statement.substr(at, end - at);
+  };
+  auto skip_space = [&](size_t at) {
+    while (at < statement.size() && std::isspace(static_cast<unsigned char>(statement[at]))) ++at;
+    return at;
+  };
+  size_t head_end =
+      std::min({statement.find('{'), statement.find('='), statement.find(';'), statement.size()});
+  std::string_view head = statement.substr(0, head_end);
+  for (std::string_view kind : {".func", ".entry"}) {
+    size_t at = head.find(kind);
+    if (at == std::string_view::npos) continue;
+    at = skip_space(at + kind.size());
+    if (at < statement.size() && statement[at] == '(') {  // the return parameters
+      size_t close = statement.find(')', at);
+      if (close == std::string_view::npos) return {};
+      at = skip_space(close + 1);
+    }
+    return word_at(at);
+  }
+  size_t end = std::min(head.find('['), head.size());
+  while (end > 0 && std::isspace(static_cast<unsigned char>(head[end - 1]))) --end;
+  size_t begin = end;
+  while (begin > 0 && name_char(head[begin - 1])) --begin;
+  if (begin == 0 || head[begin - 1] == '.') return {};  // a directive, not a name
+  return head.substr(begin, end - begin);
+}
+
+bool program_dependent(std::string_view name) {
+  return name.find("_INTERNAL_") != std::string_view::npos ||
+         name.find('$') != std::string_view::npos || name.starts_with("__unnamed_");
+}
+
 }  // namespace
+
+std::string program_dependent_name(std::string_view ptx) {
+  std::optional<Module> module = Reader(ptx).read();
+  if (!module) return {};
+  for (const std::string& statement : module->statements) {
+    std::string_view name = declared_name(statement);
+    if (program_dependent(name)) return std::string(name);
+  }
+  return {};
+}
 
 std::optional<std::string> merged_ptx(const std::vector<std::string>& modules) {
   std::vector<Module> read;

@@ -23,6 +23,22 @@ namespace kiln::cuda::internal {
 // .section: their numbering is per module).
 std::optional<std::string> merged_ptx(const std::vector<std::string>& modules);
 
+// The first name that `ptx` defines or declares at module scope (a variable in any state space, a
+// function, a kernel) which NVVM derives from the program rather than from the source alone, or ""
+// when there is none. Each part would give such an entity a name of its own: the merged module
+// would hold one copy of it per part where the whole module holds one (a variable one kernel
+// writes and another reads would be two variables), or its parts' entities would collide. Those
+// names are
+//  - the prefix of entities of internal linkage (an anonymous namespace's, a static function and
+//    its static variables): _INTERNAL_<hash>_<length><program name>_<first kernel>, where the
+//    first kernel is the program's first definition, which differs per part;
+//  - LLVM's private globals (string literals of printf and assert: $str, $str$1, ...), numbered in
+//    each program's own order: every name holding `$`;
+//  - unnamed constants (__unnamed_1, ...), numbered likewise.
+// Every other name is the source's (a C++ mangled name, or a static variable's own name), the same
+// in every part and in the whole module, so the merge keeps each such entity once.
+std::string program_dependent_name(std::string_view ptx);
+
 // The line that names the compiler that made `ptx` ("Cuda compilation tools, release 13.0,
 // V13.0.88", from NVVM's comment at its top), or "" when it has none.
 std::string ptx_compiler_release(std::string_view ptx);

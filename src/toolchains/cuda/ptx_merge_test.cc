@@ -51,6 +51,34 @@ TEST(MergedPtx, RefusesWhatItCannotMergeSafely) {
   EXPECT_FALSE(merged_ptx({}).has_value());
 }
 
+TEST(ProgramDependentName, IsANameNvvmMadeForTheProgram) {
+  EXPECT_EQ(program_dependent_name(part("first")), "") << "the source's names only";
+  const std::pair<const char*, std::string> cases[] = {
+      {"_ZN28_INTERNAL_00000000_4_m_cu_ka30_GLOBAL__N__00000000_4_m_cu_ka4flagE",
+       ".global .align 4 .u32 "
+       "_ZN28_INTERNAL_00000000_4_m_cu_ka30_GLOBAL__N__00000000_4_m_cu_ka4flagE;\n"},
+      {"_ZN28_INTERNAL_00000000_4_m_cu_ka3cstE",
+       ".const .align 4 .b8 _ZN28_INTERNAL_00000000_4_m_cu_ka3cstE[8] = {1, 0, 0, 0, 2};\n"},
+      {"$str$1", ".global .align 1 .b8 $str$1[4] = {107, 98, 10};\n"},
+      {"__unnamed_1", ".global .align 1 .b8 __unnamed_1[3] = {107, 98};\n"},
+      {"_ZN28_INTERNAL_00000000_4_m_cu_ka6helperEi",
+       ".func  (.param .b32 func_retval0) _ZN28_INTERNAL_00000000_4_m_cu_ka6helperEi(\n"
+       "\t.param .b32 _ZN28_INTERNAL_00000000_4_m_cu_ka6helperEi_param_0\n)\n{\n\tret;\n}\n"},
+      {"_ZN28_INTERNAL_00000000_4_m_cu_ka4bumpEv",
+       ".func _ZN28_INTERNAL_00000000_4_m_cu_ka4bumpEv()\n{\n\tret;\n}\n"},
+  };
+  for (const auto& [name, statement] : cases) {
+    EXPECT_EQ(program_dependent_name(part("first") + statement), name) << statement;
+  }
+  EXPECT_EQ(
+      program_dependent_name(part("first") + ".global .align 4 .u32 sflag;\n"
+                                             ".global .align 4 .u32 _ZZ2kbE3loc;\n"
+                                             ".extern .func  (.param .b32 func_retval0) vprintf\n"
+                                             "(\n\t.param .b64 vprintf_param_0\n);\n"),
+      "")
+      << "a static variable's own name, a kernel's static, the device library's functions";
+}
+
 TEST(PtxCompilerRelease, IsTheLineOfNvvmsComment) {
   EXPECT_EQ(ptx_compiler_release(part("k")), "Cuda compilation tools, release 13.0, V13.0.88");
   EXPECT_EQ(ptx_compiler_release(".version 9.0\n"), "");
