@@ -170,9 +170,13 @@ bool prepare_template(const std::vector<std::string>& command,
 // Waits up to `limit` while a template of `command` is being prepared (a new worker would spend
 // that time importing what it imports); returns whether one is ready. `only_if_preparing`:
 // returns false at once, without looking further, when no template of this process is being
-// prepared (what a pool asks at every call).
+// prepared (what a pool asks at every call). `needed`: what the worker about to start needs (a
+// Python task's module); when the ready template has all of it that was asked for, returns true
+// at once, and the worker is forked from that one while its successor prepares the rest (a slow
+// import learned from another task does not hold up this one).
 bool wait_for_template(const std::vector<std::string>& command, std::chrono::milliseconds limit,
-                       bool only_if_preparing = false);
+                       bool only_if_preparing = false,
+                       const std::vector<std::string>& needed = {});
 // What this process's templates did: workers forked, plain starts because none could fork (and
 // the last reason why), templates started and lost.
 struct TemplateStats {

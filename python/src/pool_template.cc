@@ -53,13 +53,14 @@ void bind_pool_template(py::module_& m) {
         py::call_guard<py::gil_scoped_release>());
   m.def(
       "wait_for_template",
-      [](const std::vector<std::string>& command, double seconds, bool only_if_preparing) {
+      [](const std::vector<std::string>& command, double seconds, bool only_if_preparing,
+         const std::vector<std::string>& needed) {
         return kiln::pool::wait_for_template(
             command, std::chrono::milliseconds(static_cast<long long>(seconds * 1000)),
-            only_if_preparing);
+            only_if_preparing, needed);
       },
       py::arg("command"), py::arg("seconds"), py::arg("only_if_preparing") = false,
-      py::call_guard<py::gil_scoped_release>());
+      py::arg("needed") = std::vector<std::string>{}, py::call_guard<py::gil_scoped_release>());
   m.def("template_stats", &stats);
 }
 

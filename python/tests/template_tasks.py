@@ -36,3 +36,17 @@ def mark_initialized(path):
 
 def thread_count():
     return threading.active_count()
+
+
+def import_slowly():
+    """Imports rebuild_import_tasks (3 s) while it runs: the template learns it from the answer."""
+    import rebuild_import_tasks  # noqa: F401  pylint: disable=import-outside-toplevel,unused-import
+
+    return os.getpid()
+
+
+def numpy_draw():
+    """A draw of numpy's global RandomState, and who drew it."""
+    import numpy  # pylint: disable=import-outside-toplevel
+
+    return os.getpid(), float(numpy.random.random())

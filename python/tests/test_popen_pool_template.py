@@ -4,10 +4,13 @@ The rest of the pool's tests run with templates on too (the default); these chec
 template's own: a fork costs no import, forked workers are this process's children in groups of
 their own and behave as started ones (timeouts, crashes, recycling, initializers, death with the
 parent), a template learns what tasks import, one that died is rebuilt, and one that cannot fork
-safely (a thread running) is never used.
+safely (a thread running) is never used. Forked workers keep the files the template's modules
+opened, draw numpy numbers of their own, and are not held up by a template rebuilding for another
+task's slow import.
 """
 # pylint: disable=redefined-outer-name
 
+import ast
 import os
 import signal
 import subprocess
@@ -92,6 +95,11 @@ def run_script(code, timeout=120):
                           timeout=timeout, check=False)
 
 
+def last_stats(done):
+    """The template_stats() a script printed on its last line."""
+    return ast.literal_eval(done.stdout.strip().splitlines()[-1])
+
+
 def test_a_template_that_died_is_rebuilt():
     done = run_script("""
 import os, signal, time, psutil
@@ -174,3 +182,89 @@ with kp.PopenPoolExecutor(max_workers=1) as pool:
 """)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "['late_import_tasks', 'slow_import_tasks']" in done.stdout, done.stdout
+
+
+def test_forked_workers_keep_the_files_the_template_s_modules_opened(tmp_path):
+    # logging.basicConfig(filename=...) at import: the template's log file and a descriptor of
+    # the module's own (os.open) stay what they were in every forked worker, also in workers of
+    # a successor template; nothing the tasks log lands in their output or on the answer pipe.
+    (tmp_path / "data").write_bytes(b"the data file")
+    output = tmp_path / "output"
+    done = run_script(f"""
+import os
+os.environ["KILN_TEST_OPEN_DIR"] = {str(tmp_path)!r}
+from kiln.support import popen_pool as kp
+import open_at_import_tasks as tasks
+assert kp.warm(["open_at_import_tasks"], timeout=60), kp.template_stats()
+def run(first, output):
+    with kp.PopenPoolExecutor(max_workers=2, maximum_process_uses=2, stdout=output,
+                              stderr=output) as pool:
+        return [f.result() for f in [pool.submit(tasks.log_line, first + i) for i in range(6)]]
+with open({str(output)!r}, "w") as output:
+    results = run(0, output)
+    assert kp.warm(["late_import_tasks"], timeout=60), kp.template_stats()  # a successor
+    results += run(6, output)
+for result in results:
+    assert result["now"] == result["opened"], result
+    assert result["data"] == b"the data file", result
+print("workers", len({{result["pid"] for result in results}}))
+print(kp.template_stats())
+""")
+    assert done.returncode == 0, done.stdout + done.stderr
+    workers = int(done.stdout.split("workers ")[1].split()[0])
+    stats = last_stats(done)
+    assert stats["fallbacks"] == 0 and stats["forks"] >= workers >= 6, done.stdout
+    assert "frame" not in done.stdout + done.stderr
+    logged = (tmp_path / "log").read_text()
+    assert sorted(int(line.split()[1]) for line in logged.splitlines()) == list(range(12)), logged
+    assert output.read_text() == ""
+
+
+def test_forked_workers_draw_numpy_numbers_of_their_own():
+    # Python's random is reseeded at every fork (its own at-fork hook); numpy's global
+    # RandomState must be too, or every worker forked from one template draws the same.
+    pytest.importorskip("numpy")
+    done = run_script("""
+from kiln.support import popen_pool as kp
+import template_tasks as tasks
+assert kp.warm(["template_tasks", "numpy.random"], timeout=60), kp.template_stats()
+with kp.PopenPoolExecutor(max_workers=1, maximum_process_uses=1) as pool:
+    draws = dict(pool.submit(tasks.numpy_draw).result() for _ in range(4))
+assert len(draws) == 4, draws
+assert len(set(draws.values())) == 4, draws
+print(kp.template_stats())
+""")
+    assert done.returncode == 0, done.stdout + done.stderr
+    stats = last_stats(done)
+    assert stats["fallbacks"] == 0 and stats["forks"] >= 4, done.stdout
+
+
+def test_a_template_rebuilding_for_a_slow_import_still_serves_other_tasks():
+    # A task imports rebuild_import_tasks (3 s): the template learns it and its successor spends
+    # 3 s importing it. Meanwhile a worker for a task of a module the ready template has is
+    # forked from that one at once; the next worker once the successor is ready comes from it.
+    done = run_script("""
+import time
+from kiln.support import popen_pool as kp
+import template_tasks as tasks
+assert kp.warm(["template_tasks"], timeout=60), kp.template_stats()
+with kp.PopenPoolExecutor(max_workers=1) as pool:
+    pool.submit(tasks.import_slowly).result()
+started = kp.template_stats()["started"]
+begin = time.monotonic()
+with kp.PopenPoolExecutor(max_workers=1) as pool:
+    facts = pool.submit(tasks.facts).result()
+quick = time.monotonic() - begin
+stats = kp.template_stats()
+assert stats["started"] == started and facts["modules"] == [], (stats, facts)
+assert kp.warm(timeout=60), kp.template_stats()
+with kp.PopenPoolExecutor(max_workers=1) as pool:
+    assert "rebuild_import_tasks" in pool.submit(tasks.facts).result()["modules"]
+print("quick task", quick)
+print(kp.template_stats())
+""")
+    assert done.returncode == 0, done.stdout + done.stderr
+    quick = float(done.stdout.split("quick task ")[1].split()[0])
+    assert quick < 1.5, done.stdout  # the import takes 3 s
+    stats = last_stats(done)
+    assert stats["fallbacks"] == 0 and stats["forks"] == 3, done.stdout

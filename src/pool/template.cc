@@ -6,13 +6,20 @@
 //   template: "ready\n<name that failed>\n..."  or  "unsafe\n<why>"
 //   parent:   "fork\n<fd number>...\n\n<NAME=value>\n..." with the worker's descriptors attached
 //             (SCM_RIGHTS), in the order of the numbers they get in the worker
-//   template: "pid\n<pid>"  or  "error\n<why>"
+//   template: "pid\n<pid>"  or  "error\n<why>"  or  "refused\n<why>" (this worker cannot be
+//             forked here, but the template stays usable)
 // A template forks with clone(CLONE_PARENT): the worker is the parent's child, not the
 // template's, so that the parent waits for it, reads its exit status and kills its group as it
 // does for a worker it spawned. A process may only fork safely while it has a single thread:
 // a template that has more after its preparation first runs the fork handlers of its libraries
 // once (a throwaway fork(): OpenBLAS, which numpy starts, stops its threads there), and says
 // "unsafe" when threads remain.
+//
+// Descriptors: a template holds the numbers of a worker's protocol (protocol.h) with /dev/null
+// from its start, so that what its imports open lands above them, as in a started worker; a
+// forked worker gets its descriptors on those numbers and keeps every other one the template
+// holds (a module's log file stays open under its Python object). A template that lost one of
+// those numbers to its imports says "unsafe".
 #include "template.h"
 
 #include <fcntl.h>
@@ -173,6 +180,10 @@ class TemplateProcess {
       pid_t pid = static_cast<pid_t>(std::atol(lines[1].c_str()));
       if (pid > 0) return pid;
     }
+    if (lines[0] == "refused" && lines.size() == 2) {
+      reason_ = fmt::format("the template could not fork this worker: {}", lines[1]);
+      return std::nullopt;
+    }
     failure_ =
         fmt::format("the template could not fork: {}", lines.size() > 1 ? lines[1] : *answer);
     return std::nullopt;
@@ -244,7 +255,7 @@ class Templates {
   }
 
   bool wait(const std::vector<std::string>& command, std::chrono::milliseconds limit,
-            bool only_if_preparing) {
+            bool only_if_preparing, const std::vector<std::string>& needed) {
     if (only_if_preparing) {  // the common case, at every call: nothing is being prepared
       std::lock_guard lock(mutex_);
       bool preparing = std::any_of(entries_.begin(), entries_.end(),
@@ -261,6 +272,8 @@ class Templates {
         Entry& entry = it->second;
         promote(entry);
         if (!entry.next) return entry.ready != nullptr;
+        // The ready one serves while its successor prepares what others need.
+        if (entry.ready && !needed.empty() && has_all(entry, *entry.ready, needed)) return true;
       }
       if (Clock::now() >= deadline) return false;
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
@@ -343,6 +356,17 @@ class Templates {
     });
   }
 
+  // Whether `process` has each of `names` that is wanted (a name never asked for, or one that
+  // could not be imported, is no reason to wait).
+  static bool has_all(const Entry& entry, const TemplateProcess& process,
+                      const std::vector<std::string>& names) {
+    const auto& has = process.names();
+    return std::all_of(names.begin(), names.end(), [&](const std::string& name) {
+      bool wanted = std::find(entry.wanted.begin(), entry.wanted.end(), name) != entry.wanted.end();
+      return !wanted || std::find(has.begin(), has.end(), name) != has.end();
+    });
+  }
+
   // Starts a template with everything wanted, unless one has it or is preparing.
   bool refresh(Entry& entry, std::vector<std::string> environment) {
     promote(entry);
@@ -404,6 +428,7 @@ class Templates {
   std::optional<Child> fall_back(const std::string& reason) {
     ++stats_.fallbacks;
     stats_.last_reason = reason;
+    note(fmt::format("a worker starts afresh: {}", reason));
     return std::nullopt;
   }
 
@@ -436,8 +461,8 @@ bool prepare_template(const std::vector<std::string>& command,
 }
 
 bool wait_for_template(const std::vector<std::string>& command, std::chrono::milliseconds limit,
-                       bool only_if_preparing) {
-  return internal::Templates::of_this_process().wait(command, limit, only_if_preparing);
+                       bool only_if_preparing, const std::vector<std::string>& needed) {
+  return internal::Templates::of_this_process().wait(command, limit, only_if_preparing, needed);
 }
 
 TemplateStats template_stats() { return internal::Templates::of_this_process().stats(); }

@@ -4,10 +4,12 @@
 #include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -60,19 +62,89 @@ void run_fork_handlers(const pool::TemplateHooks& hooks) {
   if (pid > 0) (void)retry_eintr([&] { return ::waitpid(pid, nullptr, 0); });
 }
 
-// In the forked worker: its descriptors onto their numbers, nothing else open above them.
-void place_fds(std::vector<UniqueFd>& fds, const std::vector<int>& targets) {
-  std::vector<int> high;
-  for (UniqueFd& fd : fds) high.push_back(::fcntl(fd.get(), F_DUPFD_CLOEXEC, 64));
-  int top = 2;
-  for (std::size_t i = 0; i < targets.size(); ++i) {
-    (void)::dup2(high[i], targets[i]);  // dup2 clears close-on-exec on the target
-    top = std::max(top, targets[i]);
+// The numbers a forked worker's protocol descriptors take (protocol.h) beside the template's
+// control socket. The template holds them with /dev/null from its start, before it imports
+// anything, so that what its imports open lands above them, as in a fresh worker: a forked worker
+// keeps every descriptor the template's modules hold (a log file logging.basicConfig opened) under
+// the number their Python objects know, and its protocol gets exactly the numbers a started one
+// has.
+constexpr int kFirstReserved = kTemplateFd + 1;
+constexpr int kLastReserved = std::max({kRequestFd, kResponseFd, kBoardFd});
+
+// The file the reserved numbers hold (/dev/null's), and whether each got it.
+struct Placeholders {
+  dev_t dev = 0;
+  ino_t ino = 0;
+  bool held[kLastReserved + 1] = {};
+};
+Placeholders placeholders;
+
+bool is_open(int fd) { return ::fcntl(fd, F_GETFD) != -1 || errno != EBADF; }
+
+// Puts /dev/null on every reserved number that is free; one that is not stays unreserved (and
+// the template says it cannot fork, held_reserved_fd).
+void reserve_worker_fds() {
+  UniqueFd null(::open("/dev/null", O_RDONLY | O_CLOEXEC));
+  struct stat st {};
+  if (!null || ::fstat(null.get(), &st) != 0) return;
+  placeholders.dev = st.st_dev;
+  placeholders.ino = st.st_ino;
+  for (int fd = kFirstReserved; fd <= kLastReserved; ++fd) {
+    if (fd == null.get() || is_open(fd)) continue;
+    placeholders.held[fd] = ::dup3(null.get(), fd, O_CLOEXEC) == fd;
   }
-  for (int fd : high) ::close(fd);
-  for (UniqueFd& fd : fds) (void)fd.release();  // among those closed below, or dup2'd over
-  if (::syscall(SYS_close_range, top + 1, ~0U, 0) != 0) {
-    for (int fd = top + 1; fd < 4096; ++fd) ::close(fd);
+  if (null.get() >= kFirstReserved && null.get() <= kLastReserved) {  // it took a free number
+    placeholders.held[null.release()] = true;
+  }
+}
+
+bool holds_placeholder(int fd) {
+  struct stat st {};
+  return fd >= kFirstReserved && fd <= kLastReserved && placeholders.held[fd] &&
+         ::fstat(fd, &st) == 0 && st.st_dev == placeholders.dev && st.st_ino == placeholders.ino;
+}
+
+// Why a worker's descriptors cannot go onto `targets` here without taking a number from under
+// something the template's modules hold; "" when they can.
+std::string taken_target(const std::vector<int>& targets, int control) {
+  for (int fd : targets) {
+    if (fd <= 2 || fd == control || holds_placeholder(fd) || !is_open(fd)) continue;
+    return fmt::format(
+        "descriptor {}, which its workers get from the pool, is open in the template (what it "
+        "imported opened or replaced it)",
+        fd);
+  }
+  return {};
+}
+
+// Why the template must not fork workers at all: a reserved number it lost; "" when none.
+std::string held_reserved_fd(int control) {
+  std::vector<int> reserved;
+  for (int fd = kFirstReserved; fd <= kLastReserved; ++fd) {
+    if (fd != control) reserved.push_back(fd);
+  }
+  return taken_target(reserved, control);
+}
+
+// In the forked worker: its descriptors onto their numbers (the control socket and the
+// placeholders they replace); every other descriptor stays, as the template's modules hold them.
+void place_fds(std::vector<UniqueFd>& fds, const std::vector<int>& targets, int control) {
+  // First above every target, so that no dup2 below replaces a source still to be placed.
+  int above = *std::max_element(targets.begin(), targets.end()) + 1;
+  std::vector<UniqueFd> high;
+  for (UniqueFd& fd : fds) high.emplace_back(::fcntl(fd.get(), F_DUPFD_CLOEXEC, above));
+  for (std::size_t i = 0; i < targets.size(); ++i) {
+    (void)::dup2(high[i].get(), targets[i]);  // dup2 clears close-on-exec on the target
+  }
+  for (UniqueFd& fd : fds) {
+    if (std::find(targets.begin(), targets.end(), fd.get()) != targets.end()) (void)fd.release();
+  }
+  fds.clear();  // the received numbers, not targets: closed
+  if (std::find(targets.begin(), targets.end(), control) == targets.end()) ::close(control);
+  for (int fd = kFirstReserved; fd <= kLastReserved; ++fd) {
+    if (holds_placeholder(fd) && std::find(targets.begin(), targets.end(), fd) == targets.end()) {
+      ::close(fd);  // a number a started worker would not have open
+    }
   }
 }
 
@@ -120,8 +192,12 @@ std::optional<ForkedWorker> serve_fork(int control, const std::string& request,
   for (; i < lines.size() && !lines[i].empty(); ++i) targets.push_back(std::atoi(lines[i].c_str()));
   std::vector<std::string> environment(
       lines.begin() + static_cast<long>(std::min(i + 1, lines.size())), lines.end());
-  if (targets.size() != fds.size()) {
+  if (targets.empty() || targets.size() != fds.size()) {
     (void)internal::send_message(control, "error\nthe request's descriptors do not match");
+    return std::nullopt;
+  }
+  if (std::string taken = internal::taken_target(targets, control); !taken.empty()) {
+    (void)internal::send_message(control, "refused\n" + taken);  // this worker starts afresh
     return std::nullopt;
   }
   if (internal::thread_count() > 1) {
@@ -130,7 +206,7 @@ std::optional<ForkedWorker> serve_fork(int control, const std::string& request,
   }
   if (fork_answering(control, fds, hooks) != 0) return std::nullopt;
   {  // the forked worker
-    internal::place_fds(fds, targets);
+    internal::place_fds(fds, targets, control);
     ::clearenv();
     for (const std::string& entry : environment) {
       std::size_t eq = entry.find('=');
@@ -151,13 +227,9 @@ bool fork_successor(int control, std::vector<internal::UniqueFd>& fds, pid_t par
     return false;
   }
   if (fork_answering(control, fds, hooks) != 0) return false;
-  {                                       // the successor
-    (void)::dup2(fds[0].get(), control);  // dup2 clears close-on-exec: set again below
-    (void)::fcntl(control, F_SETFD, FD_CLOEXEC);
-    (void)fds[0].release();
-    if (::syscall(SYS_close_range, control + 1, ~0U, 0) != 0) {
-      for (int fd = control + 1; fd < 4096; ++fd) ::close(fd);
-    }
+  {  // the successor: its control socket in place of this template's, everything else kept
+    (void)::dup3(fds[0].get(), control, O_CLOEXEC);
+    fds.clear();  // received above every number in use: not `control`
     (void)::prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (::getppid() != parent) ::_exit(1);
     return true;
@@ -178,6 +250,10 @@ std::variant<bool, ForkedWorker> serve_one_template(const std::vector<std::strin
   if (internal::thread_count() > 1) internal::run_fork_handlers(hooks);
   if (internal::thread_count() > 1) {
     (void)internal::send_message(control, "unsafe\n" + internal::describe_threads());
+    return false;
+  }
+  if (std::string held = internal::held_reserved_fd(control); !held.empty()) {
+    (void)internal::send_message(control, "unsafe\n" + held);
     return false;
   }
   if (!internal::send_message(control, internal::join_lines("ready", failed))) return false;
@@ -202,6 +278,7 @@ std::variant<int, ForkedWorker> serve_template(const std::vector<std::string>& a
   (void)::prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (::getppid() != parent) return 1;
   (void)::fcntl(internal::kTemplateFd, F_SETFD, FD_CLOEXEC);
+  internal::reserve_worker_fds();  // before anything is imported
   for (;;) {
     std::variant<bool, ForkedWorker> served = serve_one_template(args, parent, hooks);
     if (auto* worker = std::get_if<ForkedWorker>(&served)) return std::move(*worker);

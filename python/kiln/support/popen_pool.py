@@ -269,8 +269,10 @@ class _Template:
     @classmethod
     def want_module_of(cls, function: object) -> None:
         """Ask for the module that defines `function` (a lookup, when it is known already);
-        then, while a template is being prepared, wait for it: the workers about to start would
-        spend that time importing the same modules, each on its own."""
+        then, while a template that would have it is being prepared, wait for it: the workers
+        about to start would spend that time importing the same modules, each on its own. A ready
+        template that has them already serves at once, while its successor prepares what other
+        tasks taught it (a slow import learned elsewhere does not hold up this call)."""
         name = getattr(function, "__module__", None)
         names = [name]
         if cls.companions:
@@ -281,7 +283,8 @@ class _Template:
         if any(n not in cls.seen for n in names):
             cls.want(names)
         if cls.wanted and cls.enabled():
-            native.wait_for_template(_COMMAND, _TEMPLATE_WAIT_S, True)
+            needed = [n for n in names if n is not None]
+            native.wait_for_template(_COMMAND, _TEMPLATE_WAIT_S, True, needed)
 
 
 def warm(modules: Iterable[str] = (), timeout: float | None = None) -> bool:

@@ -178,6 +178,20 @@ def _adopt_environment(environment: list[str]) -> None:
             os.environ[name] = value
 
 
+def _reseed_numpy() -> None:
+    """A worker forked from a template: numpy's global RandomState (np.random.random and the
+    like) gets a seed of its own, as a fresh worker's does when it imports numpy and as Python's
+    random does at every fork (its os.register_at_fork hook); without it every forked worker draws
+    the template's sequence. Nothing happens where the template had not imported numpy.random."""
+    random = sys.modules.get("numpy.random")
+    seed = getattr(random, "seed", None)
+    if seed is not None:
+        try:
+            seed()
+        except Exception:  # pylint: disable=broad-except
+            pass  # a numpy too broken to seed is the task's to find, as in a fresh worker
+
+
 def main() -> int:
     """Serve the parent that started this process (or, as a template, fork the workers that do);
     returns the exit status."""
@@ -194,6 +208,7 @@ def main() -> int:
             return served
         args, environment = served  # a worker, forked from this template
         _adopt_environment(environment)
+        _reseed_numpy()
         sys.argv = list(args)
     _known.update(sys.modules)
     status = native.serve_pool_worker(args, run)
