@@ -14,7 +14,10 @@ has run, before the statement that imported tvm goes on:
   kiln's pool workers arm it when they start with ``KILN_TVM=1``, so they get kiln also where kiln
   is not installed as a wheel (a source checkout on PYTHONPATH declares no entry point).
 
-Nothing here imports TVM or kiln's extension before tvm is imported.
+Nothing here imports TVM or kiln's extension before tvm is imported. A broken install (kiln's
+extension missing, truncated or failing to load) costs one line on stderr at ``import tvm``, naming
+what is broken and the way out, and TVM keeps its own tvm.support; that process sets KILN_TVM=0, so
+the processes it starts, which would find the same install, say nothing.
 """
 
 from __future__ import annotations
@@ -84,17 +87,69 @@ class TvmImportHook:
         return None
 
 
+# How to get out of a broken install, in every line that reports one.
+_REMEDY = (
+    "reinstall kiln (pip install --force-reinstall kiln) or unset KILN_TVM; TVM keeps its own "
+    "tvm.support here"
+)
+
+
+def _extension_problem() -> str | None:
+    """What is wrong with kiln's extension module on disk, found without loading it (None when
+    nothing is seen): a truncated ELF file can load and then crash the process with SIGBUS when a
+    page past its end is touched, so it must not be dlopen()ed at all."""
+    import importlib.util  # pylint: disable=import-outside-toplevel
+
+    spec = importlib.util.find_spec("kiln._kiln")
+    if spec is None or not spec.origin or not spec.origin.endswith(".so"):
+        return None if spec is not None else "its extension module kiln._kiln is missing"
+    try:
+        with open(spec.origin, "rb") as file:
+            header = file.read(64)
+            size = os.fstat(file.fileno()).st_size
+    except OSError as error:
+        return f"its extension {spec.origin} cannot be read: {error.strerror}"
+    if header[:4] != b"\x7fELF" or len(header) < 64:
+        return f"its extension {spec.origin} is not an ELF file ({size} bytes)"
+    if header[4] != 2:  # not ELFCLASS64: its layout is not checked here
+        return None
+    little = header[5] == 1
+
+    def number(first: int, last: int) -> int:
+        return int.from_bytes(header[first:last], "little" if little else "big")
+
+    # The section header table comes last in a linked file: its end is the file's size.
+    end = number(0x28, 0x30) + number(0x3A, 0x3C) * number(0x3C, 0x3E)
+    if size < end:
+        return f"its extension {spec.origin} is truncated ({size} of at least {end} bytes)"
+    return None
+
+
+def _report(problem: str) -> None:
+    """One line on stderr for this process, and none for the processes it starts: they would
+    find the same install broken (KILN_TVM=0 in the environment: they leave TVM alone)."""
+    print(f"kiln: {VARIABLE}=1, but kiln is broken in process {os.getpid()}: {problem}; "
+          f"{_REMEDY}", file=sys.stderr)
+    os.environ[VARIABLE] = "0"
+
+
 def _install() -> None:
-    """kiln.tvm.install(), or a warning that says why it could not be: an import of tvm never
+    """kiln.tvm.install(), or one line that says why it could not be: an import of tvm never
     fails because of kiln."""
+    try:
+        problem = _extension_problem()
+    except Exception as error:  # pylint: disable=broad-except
+        problem = f"its extension module cannot be found: {type(error).__name__}: {error}"
+    if problem is not None:
+        _report(problem)
+        return
     try:
         import kiln.tvm  # pylint: disable=import-outside-toplevel
 
         kiln.tvm.install()
     except Exception as error:  # pylint: disable=broad-except
-        print(f"kiln: {VARIABLE}=1, but kiln.tvm.install() failed in process {os.getpid()}: "
-              f"{type(error).__name__}: {error}; TVM keeps its own tvm.support here",
-              file=sys.stderr)
+        text = " ".join(f"{type(error).__name__}: {error}".split())  # one line
+        _report(f"kiln.tvm.install() failed: {text}")
 
 
 def armed() -> bool:
