@@ -51,6 +51,43 @@ fs::path base_directory_of(const fs::path& given) {
   return text;
 }
 
+namespace {
+
+// Whether `base` starts at `at` in `text` as a whole path (Cache::relocated's rule).
+bool whole_path_at(std::string_view text, size_t at, std::string_view base) {
+  if (text.substr(at, base.size()) != base) return false;
+  size_t end = at + base.size();
+  bool whole_after = end == text.size() || text[end] == '/' || !is_path_char(text[end]);
+  bool whole_before = at == 0 || !is_path_char(text[at - 1]) || is_option(text.substr(0, at));
+  return whole_after && whole_before;
+}
+
+}  // namespace
+
+std::string relocated_text(std::string_view text, const fs::path& base_path,
+                           std::initializer_list<NamedDirectory> dirs) {
+  std::string base = base_path.string();
+  if (base.size() < 2) base.clear();
+  std::string out;
+  out.reserve(text.size());
+  for (size_t at = 0; at < text.size();) {
+    const NamedDirectory* named = std::find_if(dirs.begin(), dirs.end(), [&](const auto& d) {
+      return !d.path.empty() && text.substr(at, d.path.size()) == d.path;
+    });
+    if (named != dirs.end()) {
+      out.append(named->name);
+      at += named->path.size();
+    } else if (!base.empty() && whole_path_at(text, at, base)) {
+      out.append("$BASE");
+      at += base.size();
+    } else {
+      if (text[at] == '$') out.push_back('$');
+      out.push_back(text[at++]);
+    }
+  }
+  return out;
+}
+
 // The entry's bytes as stored: its pin line, then the bytes.
 std::string pinned_payload(std::string_view bytes, const fs::path& base) {
   std::string pin;
@@ -76,27 +113,22 @@ std::optional<std::string> unpinned_bytes(std::string payload, const fs::path& b
 }  // namespace internal
 
 std::string Cache::relocated(std::string_view text) const {
-  std::string base = base_.string();
-  if (base.size() < 2) return std::string(text);
-  std::string out;
-  size_t from = 0;
-  for (size_t at = text.find(base); at != std::string_view::npos; at = text.find(base, at + 1)) {
-    if (at < from) continue;
-    size_t end = at + base.size();
-    bool whole_after = end == text.size() || text[end] == '/' || !is_path_char(text[end]);
-    bool whole_before = at == 0 || !is_path_char(text[at - 1]) || is_option(text.substr(0, at));
-    if (!whole_after || !whole_before) continue;
-    out.append(text.substr(from, at - from)).append("$BASE");
-    from = end;
-  }
-  out.append(text.substr(from));
-  return out;
+  return internal::relocated_text(text, base_);
 }
 
 fs::path Cache::resolved(std::string_view relocated_path) const {
-  if (relocated_path == "$BASE") return base_;
-  if (relocated_path.starts_with("$BASE/")) return base_ / relocated_path.substr(6);
-  return fs::path(relocated_path);
+  std::string path;
+  std::string_view rest = relocated_path;
+  if (rest == "$BASE" || rest.starts_with("$BASE/")) {
+    path = base_.string();
+    rest.remove_prefix(5);
+  }
+  // relocated() doubled every '$' of the path itself.
+  for (size_t i = 0; i < rest.size(); ++i) {
+    path += rest[i];
+    if (rest[i] == '$' && i + 1 < rest.size() && rest[i + 1] == '$') ++i;
+  }
+  return path;
 }
 
 }  // namespace kiln

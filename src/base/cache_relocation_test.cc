@@ -46,6 +46,24 @@ TEST(CacheRelocation, TheBaseIsReplacedOnlyAsAWholePath) {
   EXPECT_EQ(open_at(dir / "cache", "/").relocated("/usr/include"), "/usr/include");
 }
 
+// A '$' of the text is doubled, so that "$BASE" written by the user is not the base directory;
+// resolved() undoes both.
+TEST(CacheRelocation, ALiteralDollarIsEscapedAndResolvedBack) {
+  TempDirectory dir;
+  fs::path base = dir / "proj";
+  Cache cache = open_at(dir / "cache", base);
+  std::string b = base.string();
+  EXPECT_EQ(cache.relocated("-DWHERE=\"$BASE/data\""), "-DWHERE=\"$$BASE/data\"");
+  EXPECT_EQ(cache.relocated("-DWHERE=\"" + b + "/data\""), "-DWHERE=\"$BASE/data\"");
+  EXPECT_EQ(cache.relocated("a$b$$c"), "a$$b$$$$c");
+  EXPECT_EQ(cache.relocated(b + "/$x/h.h"), "$BASE/$$x/h.h");
+  EXPECT_EQ(cache.resolved("$BASE/$$x/h.h"), base / "$x/h.h");
+  EXPECT_EQ(cache.resolved("$$BASE/h.h"), fs::path("$BASE/h.h"));
+  EXPECT_EQ(cache.resolved(cache.relocated("/usr/include/$x.h")), fs::path("/usr/include/$x.h"));
+  // Escaped without a base too.
+  EXPECT_EQ(open_at(dir / "cache", "/").relocated("$BASE"), "$$BASE");
+}
+
 TEST(CacheRelocation, TwoCheckoutsShareAnEntryUnlessItsBytesNameTheCheckout) {
   TempDirectory dir;
   fs::path alice = dir / "alice" / "proj";

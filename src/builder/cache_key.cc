@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "internal/cache_pins.h"
 #include "internal/files.h"
 #include "kiln/cache.h"
 #include "recipe.h"
@@ -24,17 +25,13 @@ void add_part(std::string& blob, std::string_view part) {
 
 // `text` with the job's own directories named as $WORK and $OUT, and the base directory as
 // $BASE: a command names the same files in every build, wherever its temporary directory is,
-// and in every checkout of the project.
-std::string stable(std::string text, const Workspace& ws) {
-  for (const auto& [dir, name] :
-       {std::pair{ws.work_dir.string(), "$WORK"}, std::pair{ws.out_dir.string(), "$OUT"}}) {
-    if (dir.empty()) continue;
-    for (size_t at = text.find(dir); at != std::string::npos; at = text.find(dir, at)) {
-      text.replace(at, dir.size(), name);
-      at += std::string_view(name).size();
-    }
-  }
-  return ws.cache != nullptr ? ws.cache->relocated(text) : text;
+// and in every checkout of the project. A '$' of the text itself is doubled, so that no option
+// can be written to read like one of those names (internal/cache_pins.h: relocated_text).
+std::string stable(const std::string& text, const Workspace& ws) {
+  std::string work = ws.work_dir.string();
+  std::string out = ws.out_dir.string();
+  return internal::relocated_text(text, ws.cache != nullptr ? ws.cache->base_directory() : "",
+                                  {{work, "$WORK"}, {out, "$OUT"}});
 }
 
 nlohmann::json step_material(const RecipeStep& step, const Workspace& ws) {

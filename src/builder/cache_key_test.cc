@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "internal/files.h"
+#include "kiln/cache.h"
 #include "kiln/cc.h"
 #include "kiln/clang.h"
 #include "kiln/cuda.h"
@@ -99,6 +100,48 @@ TEST(EnvironmentKey, AKernelDumpIsNeverServedFromTheCache) {
   EXPECT_TRUE(recipe_of(cuda_environment(), dir.path()).cacheable);
   testing::ScopedEnv dump("TVM_KERNEL_DUMP", (dir / "dump").string());
   EXPECT_FALSE(recipe_of(cuda_environment(), dir.path()).cacheable);
+}
+
+// A '$' the user wrote is not a placeholder: `-DWHERE="$BASE/data"` and the same option naming
+// the base directory itself are two compiles (both once keyed as "$BASE/data", so the second
+// was served the first's object); so are a literal $WORK/$OUT and the job's own directories.
+TEST(RelocatedKey, ALiteralPlaceholderIsNotTheDirectoryItNames) {
+  TempDirectory dir;
+  fs::path base = dir / "proj";
+  fs::create_directories(base);
+  kiln::internal::write_file(base / "a.c", "int a;\n");
+  Cache cache = Cache::open({.directory = dir / "cache",
+                             .enabled = true,
+                             .remote = RemoteCacheOptions{},
+                             .base_directory = base});
+  Workspace ws{.work_dir = dir / "work",
+               .output = dir / "work/a.o",
+               .out_dir = dir / "out",
+               .cache = &cache};
+  auto key_with = [&](const std::string& option) {
+    Job job;
+    job.name = "a";
+    job.sources = {base / "a.c"};
+    job.options = {option};
+    Recipe recipe = cc::object_recipe(ws.output, job.sources, {.options = {option}, .cc = "gcc"});
+    return cache_key(job, recipe, ws);
+  };
+  EXPECT_NE(key_with("-DWHERE=\"$BASE/data\""), key_with("-DWHERE=\"" + base.string() + "/data\""));
+  EXPECT_NE(key_with("-DW=$WORK/x"), key_with("-DW=" + ws.work_dir.string() + "/x"));
+  EXPECT_NE(key_with("-DW=$OUT/x"), key_with("-DW=" + ws.out_dir.string() + "/x"));
+  EXPECT_NE(key_with("-DW=$$BASE"), key_with("-DW=$BASE"));
+  // Still relocated: the same option in another checkout is the same key.
+  fs::path other = dir / "other" / "proj";
+  fs::create_directories(other);
+  kiln::internal::write_file(other / "a.c", "int a;\n");
+  Cache at_other = Cache::open({.directory = dir / "cache",
+                                .enabled = true,
+                                .remote = RemoteCacheOptions{},
+                                .base_directory = other});
+  std::string here = key_with("-I" + base.string() + "/include");
+  ws.cache = &at_other;
+  base = other;
+  EXPECT_EQ(key_with("-I" + other.string() + "/include"), here);
 }
 
 }  // namespace

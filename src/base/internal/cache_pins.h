@@ -4,6 +4,7 @@
 #pragma once
 
 #include <filesystem>
+#include <initializer_list>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -13,6 +14,22 @@ namespace kiln::internal {
 // `given`, else $KILN_BASE_DIR, else the working directory: absolute and lexically normal,
 // without a trailing slash; "" (no relocation) for the root or a name with a newline.
 std::filesystem::path base_directory_of(const std::filesystem::path& given);
+
+// A directory a key names by a placeholder wherever it occurs: {"/tmp/kiln-x1/job", "$WORK"}.
+struct NamedDirectory {
+  std::string_view path;  // "" names nothing
+  std::string_view name;
+};
+
+// `text` as a key holds it (Cache::relocated): every literal '$' doubled, so that no text the
+// user wrote ("-DWHERE=\"$BASE/data\"") can read like a placeholder; each of `dirs` replaced by
+// its name wherever it occurs (the first listed wins where two start at one place); then `base`,
+// where it is a whole path (the text before it ends a path or is an option such as -I, the text
+// after it starts a new component or ends the path), replaced by "$BASE". One pass over `text`:
+// what one substitution wrote is never read by another. `base` shorter than 2 characters ("",
+// "/") relocates nothing.
+std::string relocated_text(std::string_view text, const std::filesystem::path& base,
+                           std::initializer_list<NamedDirectory> dirs = {});
 
 // The entry's bytes as stored: its pin line (the base when the bytes name it, else ""), then
 // the bytes.
