@@ -41,6 +41,42 @@ std::string content_key(std::string_view content) { return cache_key({content});
 
 namespace {
 
+// The most a header (or a source) may hold to be keyed: a larger one is not one a compile reads.
+constexpr off_t kMaxKeyedFileBytes = off_t{64} << 20;
+
+// The bytes of `path` when it is a regular file of at most kMaxKeyedFileBytes; std::nullopt for
+// anything else. A cache entry's header list is data from the cache (a remote server's, maybe):
+// a line naming /dev/zero, a FIFO or a directory must be a miss at once, never an endless read or
+// an open that waits for a writer. Opened without blocking (O_NONBLOCK: a FIFO's open returns at
+// once) and judged by the descriptor; symbolic links are followed, as the compiler followed them
+// (system headers are reached through links).
+std::optional<std::string> read_regular_file(const fs::path& path) {
+  internal::UniqueFd fd(internal::retry_eintr(
+      [&] { return ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY); }));
+  struct stat st {};
+  if (!fd || ::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode) ||
+      st.st_size > kMaxKeyedFileBytes) {
+    return std::nullopt;
+  }
+  std::string bytes;
+  bytes.resize(static_cast<size_t>(st.st_size) + 1);  // + 1: the end is seen without growing
+  size_t got = 0;
+  // Read until the end, and past the size it had only up to the limit (a file still growing).
+  for (;;) {
+    if (got == bytes.size()) {
+      if (bytes.size() > static_cast<size_t>(kMaxKeyedFileBytes)) return std::nullopt;
+      bytes.resize(std::min(bytes.size() * 2, static_cast<size_t>(kMaxKeyedFileBytes) + 1));
+    }
+    ssize_t n = internal::retry_eintr(
+        [&] { return ::read(fd.get(), bytes.data() + got, bytes.size() - got); });
+    if (n < 0) return std::nullopt;
+    if (n == 0) break;
+    got += static_cast<size_t>(n);
+  }
+  bytes.resize(got);
+  return bytes;
+}
+
 // A file's content hash, remembered by this process while its inode, size and times stay the
 // same: the headers many jobs share (stdio.h) are read once per build. Only a file last changed
 // before the current tick of the kernel's clock is remembered: a later rewrite, even of the same
@@ -65,13 +101,11 @@ std::optional<std::string> content_hash(const fs::path& path) {
       return it->second.hash;
     }
   }
+  if (stated && !S_ISREG(st.st_mode)) return std::nullopt;
   std::chrono::nanoseconds before = coarse_now();
-  std::string hash;
-  try {
-    hash = content_key(internal::read_file(path));
-  } catch (const std::exception&) {
-    return std::nullopt;
-  }
+  std::optional<std::string> content = read_regular_file(path);
+  if (!content) return std::nullopt;
+  std::string hash = content_key(*content);
   if (stated && stamp(st.st_ctim) < before && stamp(st.st_mtim) < before) {
     std::lock_guard lock(mutex);
     seen[path.string()] = {st.st_ino, st.st_size, stamp(st.st_mtim), stamp(st.st_ctim), hash};
@@ -84,7 +118,8 @@ constexpr const char* kIdentitiesDirectory = "identities";
 
 // content_key of the file's bytes, read through a mapping (a compiler library is 100 MB).
 std::optional<std::string> mapped_content_key(const fs::path& path) {
-  internal::UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  // Without blocking: a FIFO named as a tool must not hold the open until a writer comes.
+  internal::UniqueFd fd(::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY));
   struct stat st {};
   if (!fd || ::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) return std::nullopt;
   if (st.st_size == 0) return content_key("");
@@ -135,8 +170,7 @@ std::string file_content_identity(const fs::path& path, const Cache* memo) {
     if (stamp(st.st_ctim) >= before || stamp(st.st_mtim) >= before) return *identity;
     if (!memo_file.empty()) {
       try {
-        std::error_code ec;
-        fs::create_directory(memo_file.parent_path(), ec);
+        (void)::mkdir(memo_file.parent_path().c_str(), 0700);  // private, as the cache
         internal::write_file_atomically(memo_file, *identity);
       } catch (const Error&) {  // NOLINT(bugprone-empty-catch): remembered in this process only
       }

@@ -1,5 +1,8 @@
 #include "kiln/direct_cache.h"
 
+#include <sys/stat.h>
+
+#include <chrono>
 #include <thread>
 
 #include <gtest/gtest.h>
@@ -72,6 +75,31 @@ TEST_F(DirectCacheTest, FilesUnderTheIgnoredDirectoryAreNotRecorded) {
   DirectCache direct(cache_, "base", {source()});
   ASSERT_TRUE(direct.put({dir_ / "work" / "gone.h"}, "bytes", {dir_ / "work"}));
   EXPECT_EQ(DirectCache(cache_, "base", {source()}).get(), "bytes");
+}
+
+// An entry's header list is data from the cache, maybe a remote one: a line naming /dev/zero, a
+// FIFO nobody writes, a directory, or a link to one of them is a miss at once, never an endless
+// read (until memory runs out) or an open that waits for a writer forever.
+TEST_F(DirectCacheTest, AHeaderThatIsNoRegularFileIsAMissWithoutReadingIt) {
+  later();
+  // The entry as DirectCache::put writes it, under the key it looks up ("kiln-direct-2").
+  std::string key = cache_key({"kiln-direct-2", "base"});
+  std::string hash = content_key("int x;\n");
+  cache_.put(key, hash + ' ' + header().string() + "\n\nobject");
+  ASSERT_EQ(DirectCache(cache_, "base", {source()}).get(), "object") << "the entry's key changed";
+  fs::path fifo = dir_ / "fifo.h";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  fs::create_directory(dir_ / "dir.h");
+  fs::create_symlink("/dev/zero", dir_ / "zero-link.h");
+  for (const fs::path& special : {fs::path("/dev/zero"), fifo, dir_ / "dir.h", dir_ / "zero-link.h",
+                                  fs::path("/dev/urandom")}) {
+    SCOPED_TRACE(special.string());
+    cache_.put(key, hash + ' ' + header().string() + '\n' + content_key("") + ' ' +
+                        special.string() + "\n\nobject");
+    auto started = std::chrono::steady_clock::now();
+    EXPECT_EQ(DirectCache(cache_, "base", {source()}).get(), std::nullopt);
+    EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(2));
+  }
 }
 
 }  // namespace
