@@ -20,6 +20,7 @@
 #include <xxhash.h>
 
 #include "internal/cache_pins.h"
+#include "internal/cache_tag.h"
 #include "internal/fd.h"
 #include "internal/files.h"
 #include "internal/remote_level.h"
@@ -79,12 +80,14 @@ void check_ancestors(const fs::path& dir) {
 }
 
 // Creates `dir` (0700) if needed, checks it and its ancestors, and opens it: never through a
-// symlink, and checked by the descriptor itself, so what was checked is what is used.
+// symlink, and checked by the descriptor itself, so what was checked is what is used. An existing
+// directory must be kiln's (internal/cache_tag.h): a user's directory is refused, untouched.
 internal::UniqueFd open_directory_checked(const fs::path& dir) {
   std::error_code ec;
   fs::create_directories(dir.parent_path(), ec);
   check_ancestors(dir);
-  if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
+  bool created = ::mkdir(dir.c_str(), 0700) == 0;
+  if (!created && errno != EEXIST) {
     throw SystemError(fmt::format("kiln cache: create {}", dir.string()), errno);
   }
   internal::UniqueFd fd(internal::retry_eintr(
@@ -111,7 +114,9 @@ internal::UniqueFd open_directory_checked(const fs::path& dir) {
                                  st.st_mode & 07777),
                      fmt::format("run `chmod 700 {}`", dir.string())));
   }
-  if ((st.st_mode & 077) != 0) (void)::fchmod(fd.get(), 0700);  // readable by others: tighten
+  // Never chmod-ed: an existing directory's mode is its owner's choice (KILN_CACHE_DIR=$HOME
+  // made the home 0700). Readable by others, it shows them entry names only: entries are 0600.
+  internal::claim_cache_directory(fd.get(), dir, created);
   return fd;
 }
 
@@ -421,8 +426,7 @@ void Cache::put_local(const std::string& name, std::string_view payload) const {
       .append(payload);
   try {
     // Atomic: readers see the old entry or the new one, whole.
-    internal::write_file_atomically_at(open_->fd.get(), name, entry, std::nullopt,
-                                       directory_ / name);
+    internal::write_file_atomically_at(open_->fd.get(), name, entry, 0600, directory_ / name);
   } catch (const SystemError&) {
     return;  // not stored (cache.h: a failed store is not the caller's problem)
   }

@@ -82,12 +82,11 @@ std::optional<std::string> program_identity(const std::string& program, std::str
                      st.st_mtim.tv_nsec);
 }
 
-// The servers directory: <cache directory>/servers, 0700 and this user's.
+// The servers directory: <cache directory>/servers, 0700 and this user's. Made 0700; one that
+// exists is used only when it is private already, never chmod-ed.
 std::optional<fs::path> servers_dir(std::string* why) {
   fs::path dir = Cache::open({.enabled = true}).directory() / "servers";
-  std::error_code ec;
-  fs::create_directory(dir, ec);
-  ::chmod(dir.c_str(), 0700);
+  (void)::mkdir(dir.c_str(), 0700);
   struct stat st {};
   if (::lstat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != ::geteuid() ||
       (st.st_mode & 077) != 0) {
