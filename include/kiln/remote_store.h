@@ -56,8 +56,9 @@ struct RemoteStoreOptions {
   std::optional<std::string> token{};     // HTTP bearer token
   std::optional<std::filesystem::path> credentials_file{};
   std::optional<std::filesystem::path> ca_file{};  // HTTPS: the certificates to trust
+  // Looking up the host and connecting (within the operation's limit); each operation, whole.
   std::chrono::milliseconds connect_timeout{1000};
-  std::chrono::milliseconds operation_timeout{3000};
+  std::chrono::milliseconds operation_timeout{2000};
 
   // Parses `url` (redis://[user[:password]@]host[:port][/db], redis+unix:///path[?db=N],
   // http(s)://[user:password@]host[:port][/prefix]) and reads `credentials_file` when given.
@@ -68,14 +69,26 @@ struct RemoteStoreOptions {
                                   std::optional<std::filesystem::path> ca_file = {});
 };
 
-// `url` with any password or token replaced by "***" (a user name stays).
+// `url` with its user info (user and password: a token is often given as the user) and its
+// query replaced by "***": "https://***@cache/kiln?***".
 std::string redacted_url(std::string_view url);
+
+// What RemoteStore::get takes of an object when the caller names no limit: an action entry
+// ("ac") is a line of a hundred bytes, anything else at most what kiln uploads.
+inline constexpr std::uint64_t kRemoteActionEntryLimit = std::uint64_t{64} << 10;
+inline constexpr std::uint64_t kRemoteObjectLimit = std::uint64_t{64} << 20;
 
 class RemoteStore {
  public:
   virtual ~RemoteStore() = default;
-  // The object's bytes, or std::nullopt when the server does not have it.
-  virtual std::optional<std::string> get(std::string_view kind, std::string_view hex) = 0;
+  // The object's bytes, or std::nullopt when the server does not have it. A reply larger than
+  // `max_bytes` is a RemoteStoreError naming its size and the limit ("reply of 400000000 bytes
+  // exceeds the 65536-byte limit for an action entry"), refused as soon as its size is known
+  // (from the length it announces, else once more than the limit came): never held whole.
+  virtual std::optional<std::string> get(std::string_view kind, std::string_view hex,
+                                         std::uint64_t max_bytes) = 0;
+  // get() with the limit for `kind`: kRemoteActionEntryLimit for "ac", else kRemoteObjectLimit.
+  std::optional<std::string> get(std::string_view kind, std::string_view hex);
   // Stores the object (replacing one of the same name).
   virtual void put(std::string_view kind, std::string_view hex, std::string_view bytes) = 0;
   // Whether the server has the object (HEAD / EXISTS), without fetching it.

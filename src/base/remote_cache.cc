@@ -208,7 +208,7 @@ RemoteLevel::Fetched RemoteLevel::fetch(std::string_view key) {
       misses_.fetch_add(1);
       return {Outcome::miss};
     }
-    std::optional<std::string> content = store->get("cas", named->first);
+    std::optional<std::string> content = store->get("cas", named->first, named->second);
     succeeded();
     if (!content) {
       misses_.fetch_add(1);  // evicted by the server since: a miss like any other

@@ -270,22 +270,25 @@ RemoteStoreOptions RemoteStoreOptions::parse(std::string_view url,
 
 std::string redacted_url(std::string_view url) {
   size_t colon = url.find("://");
-  std::string_view scheme = colon == std::string_view::npos ? "" : url.substr(0, colon);
   size_t start = colon == std::string_view::npos ? 0 : colon + 3;
-  size_t at = url.rfind('@');
-  if (at == std::string_view::npos || at < start) return std::string(url);
-  std::string_view userinfo = url.substr(start, at - start);
   std::string out(url.substr(0, start));
-  if (size_t user_end = userinfo.find(':'); user_end != std::string_view::npos) {
-    out += userinfo.substr(0, user_end);
-    out += ":***";
-  } else if (is_http(scheme)) {
-    out += userinfo;  // a user name alone
-  } else {
-    out += "***";  // Redis: a password alone
+  // As split_url: the user info ends at the last '@' (a password may hold '/', '?' or '#').
+  if (size_t at = url.rfind('@'); at != std::string_view::npos && at >= start) {
+    out += "***";  // user and password alike: a token is often given as the user
+    start = at;
   }
-  out += url.substr(at);
+  std::string_view rest = url.substr(start);
+  size_t query = rest.find_first_of("?#");
+  out += rest.substr(0, query);
+  if (query != std::string_view::npos) {
+    out += rest[query];
+    out += "***";
+  }
   return out;
+}
+
+std::optional<std::string> RemoteStore::get(std::string_view kind, std::string_view hex) {
+  return get(kind, hex, internal::default_reply_limit(kind));
 }
 
 std::unique_ptr<RemoteStore> open_remote_store(const RemoteStoreOptions& options) {
@@ -301,6 +304,22 @@ std::unique_ptr<RemoteStore> open_remote_store(const RemoteStoreOptions& options
 }
 
 namespace internal {
+
+std::uint64_t default_reply_limit(std::string_view kind) {
+  return kind == "ac" ? kRemoteActionEntryLimit : kRemoteObjectLimit;
+}
+
+std::string object_description(std::string_view kind) {
+  if (kind == "ac") return "an action entry";
+  if (kind == "cas") return "a content object";
+  return fmt::format("a '{}' object", kind);
+}
+
+std::string over_limit(std::uint64_t size, std::uint64_t limit, std::string_view kind) {
+  std::string what = size == 0 ? "reply of more than" : fmt::format("reply of {}", size);
+  return fmt::format("{} bytes exceeds the {}-byte limit for {}", what, limit,
+                     object_description(kind));
+}
 
 void check_object_name(std::string_view store, std::string_view kind, std::string_view hex) {
   auto kind_char = [](char c) {

@@ -16,8 +16,7 @@ namespace kiln::internal {
 namespace {
 
 constexpr const char* kCurlLibrary = "libcurl.so.4";
-// A GET body larger than this is refused, not held in memory.
-constexpr curl_off_t kMaxBody = curl_off_t{1} << 30;
+using Clock = std::chrono::steady_clock;
 
 // The libcurl functions kiln calls.
 struct CurlApi {
@@ -110,16 +109,43 @@ std::string_view verb(Method method) {
 struct Transfer {
   std::string_view upload{};
   size_t sent = 0;
+  // GET: the body of a 200 answer is kept, up to `limit` bytes; any other body is dropped.
+  bool keep_body = false;
+  std::uint64_t limit = 0;
+  std::string_view kind{};
   std::string body{};
+  const CurlApi* api = nullptr;
+  CURL* handle = nullptr;
+  bool length_checked = false;
   bool too_large = false;
+  std::uint64_t announced = 0;  // the Content-Length of a body over the limit, 0 if none
 };
 
+long response_status(const Transfer& transfer) {
+  long status = 0;
+  transfer.api->easy_getinfo(transfer.handle, CURLINFO_RESPONSE_CODE, &status);
+  return status;
+}
+
+// Keeps a GET's body: refused (the transfer ends with CURLE_WRITE_ERROR) when its
+// Content-Length exceeds the limit, before any of it is kept, or else once more than that came.
 size_t write_body(char* data, size_t size, size_t count, void* user) {
   auto* transfer = static_cast<Transfer*>(user);
   size_t bytes = size * count;
-  if (transfer->body.size() + bytes > static_cast<size_t>(kMaxBody)) {
+  if (!transfer->keep_body || response_status(*transfer) != 200) return bytes;
+  if (!transfer->length_checked) {
+    transfer->length_checked = true;
+    curl_off_t length = -1;
+    transfer->api->easy_getinfo(transfer->handle, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &length);
+    if (length > 0 && static_cast<std::uint64_t>(length) > transfer->limit) {
+      transfer->too_large = true;
+      transfer->announced = static_cast<std::uint64_t>(length);
+      return 0;
+    }
+  }
+  if (transfer->body.size() + bytes > transfer->limit) {
     transfer->too_large = true;
-    return 0;  // CURLE_WRITE_ERROR
+    return 0;
   }
   transfer->body.append(data, bytes);
   return bytes;
@@ -167,10 +193,24 @@ long milliseconds(std::chrono::milliseconds limit) {
   return static_cast<long>(std::max<std::chrono::milliseconds::rep>(limit.count(), 1));
 }
 
+// The time from now to `deadline`, as libcurl takes it.
+long milliseconds_until(Clock::time_point deadline) {
+  return milliseconds(std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now()));
+}
+
+struct FreeList {
+  const CurlApi* api;
+  void operator()(curl_slist* list) const { api->slist_free_all(list); }
+};
+using List = std::unique_ptr<curl_slist, FreeList>;
+
 class HttpStore final : public RemoteStore {
  public:
   HttpStore(const CurlApi& api, const RemoteStoreOptions& options)
-      : api_(api), options_(options), name_(redacted_url(options.url)) {
+      : api_(api),
+        options_(options),
+        name_(redacted_url(options.url)),
+        resolver_(options.host, options.port) {
     bool https = options.scheme == RemoteStoreOptions::Scheme::https;
     bool ipv6 = options.host.find(':') != std::string::npos;
     base_ = fmt::format("{}://{}{}{}:{}{}", https ? "https" : "http", ipv6 ? "[" : "", options.host,
@@ -185,8 +225,10 @@ class HttpStore final : public RemoteStore {
   HttpStore(const HttpStore&) = delete;
   HttpStore& operator=(const HttpStore&) = delete;
 
-  std::optional<std::string> get(std::string_view kind, std::string_view hex) override {
-    Transfer transfer;
+  using RemoteStore::get;
+  std::optional<std::string> get(std::string_view kind, std::string_view hex,
+                                 std::uint64_t max_bytes) override {
+    Transfer transfer{.keep_body = true, .limit = max_bytes, .kind = kind};
     long status = request(Method::get, kind, hex, transfer, {200, 404});
     if (status == 404) return std::nullopt;
     return std::move(transfer.body);
@@ -245,7 +287,6 @@ class HttpStore final : public RemoteStore {
     switch (method) {
       case Method::get:
         set(handle, CURLOPT_HTTPGET, 1L);
-        set(handle, CURLOPT_MAXFILESIZE_LARGE, kMaxBody);
         break;
       case Method::head:
         set(handle, CURLOPT_NOBODY, 1L);
@@ -264,12 +305,32 @@ class HttpStore final : public RemoteStore {
     }
   }
 
+  // The host's addresses for libcurl ("host:port:addr,addr"), so that it never looks the name
+  // up itself (its resolver thread would be joined, however long it takes, by the handle's
+  // cleanup); null for a numeric host. Throws RemoteStoreError when the lookup failed.
+  List resolved(Method method, std::string_view kind, std::string_view hex,
+                Clock::time_point deadline) {
+    if (resolver_.numeric()) return List(nullptr, FreeList{&api_});
+    HostResolver::Result found = resolver_.resolve(options_.connect_timeout, deadline);
+    if (!found.error.empty()) throw error(method, kind, hex, found.error);
+    std::string entry = fmt::format("{}:{}:", options_.host, options_.port);
+    for (size_t i = 0; i < found.addresses.size(); ++i) {
+      entry += (i == 0 ? "" : ",") + found.addresses[i].text;
+    }
+    List list(api_.slist_append(nullptr, entry.c_str()), FreeList{&api_});
+    if (!list) throw error(method, kind, hex, "out of memory");
+    return list;
+  }
+
+  // The whole transfer (connecting, the request, all of the answer) ends by `deadline`.
   void configure(CURL* handle, const std::string& url, Method method, Transfer& transfer,
-                 char* errors) const {
+                 char* errors, curl_slist* addresses, Clock::time_point deadline) const {
     set(handle, CURLOPT_URL, url.c_str());
     set(handle, CURLOPT_NOSIGNAL, 1L);  // no SIGALRM for DNS time limits: threads
-    set(handle, CURLOPT_CONNECTTIMEOUT_MS, milliseconds(options_.connect_timeout));
-    set(handle, CURLOPT_TIMEOUT_MS, milliseconds(options_.operation_timeout));
+    if (addresses != nullptr) set(handle, CURLOPT_RESOLVE, addresses);
+    set(handle, CURLOPT_CONNECTTIMEOUT_MS,
+        std::min(milliseconds(options_.connect_timeout), milliseconds_until(deadline)));
+    set(handle, CURLOPT_TIMEOUT_MS, milliseconds_until(deadline));
     set(handle, CURLOPT_FOLLOWLOCATION, 0L);
     limit_protocols(handle);
     (void)api_.easy_setopt(handle, CURLOPT_HTTP09_ALLOWED, 0L);  // libcurl < 7.64: not known
@@ -292,19 +353,26 @@ class HttpStore final : public RemoteStore {
   long request(Method method, std::string_view kind, std::string_view hex, Transfer& transfer,
                std::initializer_list<long> accepted) {
     check_object_name(name_, kind, hex);
+    Clock::time_point deadline = Clock::now() + options_.operation_timeout;
     std::string url = fmt::format("{}/{}/{}", base_, kind, hex);
-    char errors[CURL_ERROR_SIZE] = "";  // before the handle, which may write it until its end
+    // Both before the handle, which may use them until its end.
+    char errors[CURL_ERROR_SIZE] = "";
+    List addresses = resolved(method, kind, hex, deadline);
     Handle handle = pool_.take();
     if (!handle) handle = Handle(api_.easy_init(), api_.easy_cleanup);
     if (!handle) throw error(method, kind, hex, "curl_easy_init failed");
-    configure(handle.get(), url, method, transfer, errors);
+    transfer.api = &api_;
+    transfer.handle = handle.get();
+    configure(handle.get(), url, method, transfer, errors, addresses.get(), deadline);
     CURLcode code = CURLE_OK;
     {
       SigpipeBlocked sigpipe;
       code = api_.easy_perform(handle.get());
     }
     if (code != CURLE_OK) {
-      if (transfer.too_large) throw error(method, kind, hex, "the object is larger than 1 GiB");
+      if (transfer.too_large) {
+        throw error(method, kind, hex, over_limit(transfer.announced, transfer.limit, kind));
+      }
       throw error(method, kind, hex, errors[0] != '\0' ? errors : api_.easy_strerror(code));
     }
     long status = 0;
@@ -323,6 +391,7 @@ class HttpStore final : public RemoteStore {
   std::string name_;
   std::string base_;  // scheme://host:port/prefix, without credentials
   curl_slist* headers_ = nullptr;
+  HostResolver resolver_;
   IdlePool<CURL> pool_;
 };
 

@@ -8,10 +8,12 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <stdexcept>
 #include <string_view>
@@ -401,7 +403,17 @@ std::string WebdavServer::log() const {
 
 // --- FaultyServer ---
 
-FaultyServer::FaultyServer(Mode mode) : mode_(mode) {
+struct FaultyServer::Client {
+  std::string received;  // what the client sent so far
+  bool answering = false;
+  std::string pending;      // bytes to send as soon as the client takes them
+  long long body_left = 0;  // body bytes not yet in `pending`
+  bool chunked = false;
+  std::chrono::steady_clock::time_point next_byte{};  // trickle: when the next byte is due
+};
+
+FaultyServer::FaultyServer(Mode mode, std::chrono::milliseconds interval)
+    : mode_(mode), interval_(interval) {
   listener_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   sockaddr_in address = loopback(0);
   socklen_t length = sizeof address;
@@ -431,42 +443,135 @@ std::string FaultyServer::url(std::string_view scheme) const {
   return fmt::format("{}://127.0.0.1:{}", scheme, port_);
 }
 
+namespace {
+
+bool is_trickle(FaultyServer::Mode mode) {
+  return mode == FaultyServer::Mode::redis_trickle || mode == FaultyServer::Mode::http_trickle;
+}
+
+bool is_flood(FaultyServer::Mode mode) {
+  return mode == FaultyServer::Mode::redis_flood || mode == FaultyServer::Mode::http_flood ||
+         mode == FaultyServer::Mode::http_chunked_flood;
+}
+
+// The immediate answer of the modes that answer once and close; "" for none (yet).
+std::string_view closing_answer(FaultyServer::Mode mode, const std::string& received) {
+  if (mode == FaultyServer::Mode::http_500 && received.find("\r\n\r\n") != std::string::npos) {
+    return "HTTP/1.1 500 Internal Server Error\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
+  }
+  if (mode == FaultyServer::Mode::garbage && !received.empty()) {
+    return "\x01\x02 no protocol at all \xff\xfe\r\n\r\n";
+  }
+  return {};
+}
+
+}  // namespace
+
+void FaultyServer::start_answer(Client& client) const {
+  bool http =
+      mode_ == Mode::http_trickle || mode_ == Mode::http_flood || mode_ == Mode::http_chunked_flood;
+  if (http ? client.received.find("\r\n\r\n") == std::string::npos : client.received.empty()) {
+    return;  // no whole request yet
+  }
+  client.answering = true;
+  client.next_byte = std::chrono::steady_clock::now();
+  switch (mode_) {
+    case Mode::redis_trickle:
+      client.pending = "$1000000\r\n";
+      client.body_left = 1000000;
+      break;
+    case Mode::redis_flood:
+      client.pending = "$400000000\r\n";
+      client.body_left = 400000000;
+      break;
+    case Mode::http_trickle:
+      client.pending = "HTTP/1.1 200 OK\r\nContent-Length: 1000000\r\n\r\n";
+      client.body_left = 1000000;
+      break;
+    case Mode::http_flood:
+      client.pending = "HTTP/1.1 200 OK\r\nContent-Length: 900000000\r\n\r\n";
+      client.body_left = 900000000;
+      break;
+    case Mode::http_chunked_flood:
+      client.pending = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n";
+      client.body_left = std::numeric_limits<long long>::max();
+      client.chunked = true;
+      break;
+    default:
+      client.answering = false;
+  }
+}
+
+void FaultyServer::refill(Client& client, std::chrono::steady_clock::time_point now) const {
+  if (is_trickle(mode_) && client.body_left > 0 && now >= client.next_byte) {
+    client.pending += 'x';
+    --client.body_left;
+    client.next_byte = now + interval_;
+  }
+  if (is_flood(mode_) && client.pending.empty() && client.body_left > 0) {
+    constexpr long long kChunk = 65536;
+    long long size = std::min(client.body_left, kChunk);
+    if (client.chunked) client.pending = fmt::format("{:x}\r\n", size);
+    client.pending.append(static_cast<size_t>(size), 'x');
+    if (client.chunked) client.pending += "\r\n";
+    client.body_left -= size;
+  }
+}
+
 void FaultyServer::serve() {
-  std::map<int, std::string> clients;  // descriptor -> what it sent so far
+  std::map<int, Client> clients;
   for (;;) {
+    auto now = std::chrono::steady_clock::now();
+    int timeout_ms = -1;
     std::vector<pollfd> fds = {{wake_[0], POLLIN, 0}, {listener_, POLLIN, 0}};
-    for (const auto& [fd, received] : clients) fds.push_back({fd, POLLIN, 0});
-    if (::poll(fds.data(), fds.size(), -1) < 0 && errno != EINTR) break;
+    for (auto& [fd, client] : clients) {
+      refill(client, now);
+      bool more = !client.pending.empty();
+      fds.push_back({fd, static_cast<short>(POLLIN | (more ? POLLOUT : 0)), 0});
+      if (client.answering && is_trickle(mode_) && client.body_left > 0) {
+        auto wait = std::chrono::ceil<std::chrono::milliseconds>(client.next_byte - now).count();
+        long long bounded = std::max<long long>(wait, 0);
+        if (timeout_ms < 0 || bounded < timeout_ms) timeout_ms = static_cast<int>(bounded);
+      }
+    }
+    if (::poll(fds.data(), fds.size(), timeout_ms) < 0 && errno != EINTR) break;
     if (fds[0].revents != 0) break;
     if (fds[1].revents != 0) {
-      int client = ::accept4(listener_, nullptr, nullptr, SOCK_CLOEXEC);
+      int client = ::accept4(listener_, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
       if (client >= 0) {
-        clients.emplace(client, std::string());
+        clients.emplace(client, Client{});
         connections_.fetch_add(1);
       }
     }
     for (size_t i = 2; i < fds.size(); ++i) {
-      if (fds[i].revents == 0) continue;
       int fd = fds[i].fd;
-      char buffer[65536];
-      ssize_t n = ::recv(fd, buffer, sizeof buffer, 0);
-      std::string& received = clients[fd];
-      if (n > 0) received.append(buffer, static_cast<size_t>(n));
-      std::string_view answer;
-      if (mode_ == Mode::http_500 && received.find("\r\n\r\n") != std::string::npos) {
-        answer =
-            "HTTP/1.1 500 Internal Server Error\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
-      } else if (mode_ == Mode::garbage && !received.empty()) {
-        answer = "\x01\x02 no protocol at all \xff\xfe\r\n\r\n";
+      Client& client = clients[fd];
+      bool gone = false;
+      if ((fds[i].revents & (POLLIN | POLLHUP | POLLERR)) != 0) {
+        char buffer[65536];
+        ssize_t n = ::recv(fd, buffer, sizeof buffer, 0);
+        if (n > 0 && !client.answering) client.received.append(buffer, static_cast<size_t>(n));
+        gone = n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR);
       }
+      std::string_view answer = gone ? std::string_view() : closing_answer(mode_, client.received);
       if (!answer.empty()) (void)::send(fd, answer.data(), answer.size(), MSG_NOSIGNAL);
-      if (n <= 0 || !answer.empty()) {
+      if (!gone && !client.answering) start_answer(client);
+      if (!gone && !client.pending.empty()) {
+        ssize_t n =
+            ::send(fd, client.pending.data(), client.pending.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (n > 0) {
+          client.pending.erase(0, static_cast<size_t>(n));
+          bytes_sent_.fetch_add(n);
+        }
+        gone = n < 0 && errno != EAGAIN && errno != EINTR;
+      }
+      if (gone || !answer.empty()) {
         ::close(fd);
         clients.erase(fd);
       }
     }
   }
-  for (const auto& [fd, received] : clients) ::close(fd);
+  for (const auto& [fd, client] : clients) ::close(fd);
 }
 
 }  // namespace kiln::testing

@@ -13,6 +13,7 @@
 #include <sys/types.h>
 
 #include <atomic>
+#include <chrono>
 #include <filesystem>
 #include <memory>
 #include <optional>
@@ -146,17 +147,25 @@ class WebdavServer {
   std::string why_;
 };
 
-// A loopback TCP listener, served by a thread of its own, that misbehaves on purpose.
+// A loopback TCP listener, served by a thread of its own, that misbehaves on purpose. The
+// trickling and flooding modes answer the first request of each connection with a reply that
+// announces more than it sends in time (trickle: one byte per `interval`) or more than any
+// client should hold (flood: as fast as the client reads), and never answer another.
 class FaultyServer {
  public:
   enum class Mode {
-    stall,     // accepts and reads, never answers
-    http_500,  // answers each request's head with "HTTP/1.1 500 Internal Server Error", closes
-    garbage,   // answers the first bytes of a request with bytes of no protocol, closes
+    stall,          // accepts and reads, never answers
+    http_500,       // answers each request's head with "HTTP/1.1 500 Internal Server Error", closes
+    garbage,        // answers the first bytes of a request with bytes of no protocol, closes
+    redis_trickle,  // "$1000000\r\n", then one byte per interval
+    redis_flood,    // "$400000000\r\n", then the 400 MB
+    http_trickle,   // "200 OK" with Content-Length: 1000000, then one byte per interval
+    http_flood,     // "200 OK" with Content-Length: 900000000, then the 900 MB
+    http_chunked_flood,  // "200 OK", chunked without a length, 64 KiB chunks without end
   };
 
   // Listens on a free 127.0.0.1 port. Throws SystemError when it cannot.
-  explicit FaultyServer(Mode mode);
+  explicit FaultyServer(Mode mode, std::chrono::milliseconds interval = std::chrono::seconds(1));
   // Stops the thread and closes the listener and every connection.
   ~FaultyServer();
   FaultyServer(const FaultyServer&) = delete;
@@ -167,15 +176,25 @@ class FaultyServer {
   std::string url(std::string_view scheme) const;
   // How many connections it accepted so far.
   int connections() const { return connections_.load(); }
+  // How many bytes of replies it has sent so far, over every connection (what the kernel took:
+  // a client that stops reading leaves at most its socket buffers' worth unread).
+  long long bytes_sent() const { return bytes_sent_.load(); }
 
  private:
+  struct Client;
   void serve();
+  // Starts the answer of the modes that trickle or flood, once `client` sent a request.
+  void start_answer(Client& client) const;
+  // Adds to what `client` is to be sent what is due by `now`.
+  void refill(Client& client, std::chrono::steady_clock::time_point now) const;
 
   Mode mode_;
+  std::chrono::milliseconds interval_;
   int listener_ = -1;
   int port_ = 0;
   int wake_[2] = {-1, -1};
   std::atomic<int> connections_{0};
+  std::atomic<long long> bytes_sent_{0};
   std::thread thread_;
 };
 

@@ -4,8 +4,11 @@
 #pragma once
 
 #include <signal.h>
+#include <sys/socket.h>
 
+#include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -58,6 +61,47 @@ class IdlePool {
   std::mutex mutex_;
   std::vector<Owned> idle_;
 };
+
+// One address of a host, numeric: ready for connect(2), and as text for libcurl's
+// CURLOPT_RESOLVE ("192.0.2.7", "[2001:db8::7]").
+struct HostAddress {
+  sockaddr_storage address{};
+  socklen_t length = 0;
+  std::string text{};
+};
+
+// A host's addresses, looked up once for a store's life. A numeric host needs no lookup. Else
+// the first caller starts getaddrinfo on a thread of its own and every caller waits for it at
+// most until its deadline; a lookup still under way then is abandoned (the thread finishes on
+// its own and is never joined, so a resolver that never answers costs a caller its deadline
+// and nothing more), and counts as failed. A failure, of either kind, is kept: every later
+// caller gets it at once, without asking the resolver again. Safe from many threads.
+class HostResolver {
+ public:
+  struct Result {
+    std::vector<HostAddress> addresses{};
+    std::string error{};  // why there are none: "" when there are
+  };
+  HostResolver(std::string host, int port);
+  // The addresses, or the error; waits at most `limit` (named in the error), and not past
+  // `deadline`.
+  Result resolve(std::chrono::milliseconds limit, std::chrono::steady_clock::time_point deadline);
+  bool numeric() const { return numeric_; }
+
+ private:
+  struct State;
+  std::string host_;
+  int port_ = 0;
+  bool numeric_ = false;
+  std::shared_ptr<State> state_;
+};
+
+// The most get() takes of an object of `kind` when the caller names no limit, and what a
+// message calls it ("an action entry").
+std::uint64_t default_reply_limit(std::string_view kind);
+std::string object_description(std::string_view kind);
+// "reply of <size> bytes exceeds the <limit>-byte limit for <description>"; size 0: "more than".
+std::string over_limit(std::uint64_t size, std::uint64_t limit, std::string_view kind);
 
 // While it lives, SIGPIPE raised by this thread's writes to a socket whose peer went away is
 // blocked, and is consumed before the guard unblocks it, so the host's disposition (by default:
