@@ -15,7 +15,10 @@
 //   - `kiln cache stats` counts the remote hits.
 //
 // Each test skips, saying why, when redis-server, nginx or (for the CUDA jobs) nvcc is missing.
+#include <fcntl.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
@@ -31,6 +34,7 @@
 #include <regex>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <fmt/format.h>
@@ -878,6 +882,182 @@ INSTANTIATE_TEST_SUITE_P(
                       FaultCase{FaultyServer::Mode::garbage, "redis", "RedisAnswersGarbage"},
                       FaultCase{FaultyServer::Mode::garbage, "http", "HttpAnswersGarbage"}),
     [](const ::testing::TestParamInfo<FaultCase>& info) { return info.param.name; });
+
+// --- Ctrl-C and a server that never answers ---
+
+// The processes below `root` (its children, theirs, ...), from /proc.
+std::set<pid_t> descendants(pid_t root) {
+  std::map<pid_t, pid_t> parent;
+  std::error_code ec;
+  for (const fs::directory_entry& entry : fs::directory_iterator("/proc", ec)) {
+    std::string name = entry.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::string stat = read_file(entry.path() / "stat");
+    size_t close = stat.rfind(')');
+    if (close == std::string::npos) continue;
+    int ppid = 0;
+    if (std::sscanf(stat.c_str() + close + 1, " %*c %d", &ppid) == 1) {
+      parent[std::stoi(name)] = ppid;
+    }
+  }
+  std::set<pid_t> found;
+  for (bool grew = true; grew;) {
+    grew = false;
+    for (const auto& [pid, ppid] : parent) {
+      if ((ppid == root || found.count(ppid)) && found.insert(pid).second) grew = true;
+    }
+  }
+  return found;
+}
+
+// Whether `pid` runs (a zombie does not).
+bool alive(pid_t pid) {
+  std::string stat = read_file(fs::path("/proc") / std::to_string(pid) / "stat");
+  return !stat.empty() && stat.find(") Z ") == std::string::npos;
+}
+
+// The temporaries kiln left in `out`.
+std::vector<std::string> temporaries_in(const fs::path& out) {
+  std::vector<std::string> found;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(out, ec)) {
+    std::string name = entry.path().filename().string();
+    if (name.starts_with(".kiln-tmp")) found.push_back(name);
+  }
+  return found;
+}
+
+struct StuckCase {
+  int signal;
+  int jobs;
+};
+
+void PrintTo(const StuckCase& c, std::ostream* os) {
+  *os << (c.signal == SIGTERM ? "SIGTERM" : "SIGINT") << " -j" << c.jobs;
+}
+
+class RemoteCacheCliStuck : public ::testing::TestWithParam<StuckCase> {};
+
+// Every worker is inside a lookup the server never answers (a 30 s limit): SIGTERM or SIGINT
+// still ends kiln build within a second, 128 + the signal, with no process and no temporary
+// directory left behind.
+TEST_P(RemoteCacheCliStuck, ASignalEndsTheBuildWithinASecond) {
+  if (!which("gcc")) GTEST_SKIP() << "needs gcc on PATH";
+  FaultyServer stalled(FaultyServer::Mode::stall);
+  testing::BuildProject project;
+  json jobs = json::array();
+  for (int i = 0; i < 12; ++i) {
+    jobs.push_back(
+        testing::c_job(fmt::format("j{}", i), fmt::format("int j{0}(void) {{ return {0}; }}", i)));
+  }
+  project.manifest({{"jobs", jobs}});
+  int devnull = ::open("/dev/null", O_WRONLY | O_CLOEXEC);
+  pid_t kiln = project.start(
+      {.args = {"-j", std::to_string(GetParam().jobs)},
+       .env = {{"KILN_REMOTE_CACHE", stalled.url("redis")}, {"KILN_REMOTE_CACHE_TIMEOUT", "30"}}},
+      devnull, devnull);
+  ::close(devnull);
+  ASSERT_GT(kiln, 0);
+  auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (stalled.connections() < std::min(GetParam().jobs, 12) &&
+         std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // well inside the lookups
+  EXPECT_GE(stalled.connections(), 1) << "kiln never asked the server";
+  std::set<pid_t> children = descendants(kiln);
+  auto sent = std::chrono::steady_clock::now();
+  ::kill(kiln, GetParam().signal);
+  int status = testing::wait_exit(kiln);
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - sent).count();
+  std::printf("kiln -j%d exited %.3f s after %s\n", GetParam().jobs, seconds,
+              GetParam().signal == SIGTERM ? "SIGTERM" : "SIGINT");
+  EXPECT_EQ(status, 128 + GetParam().signal);
+  EXPECT_LT(seconds, 1.5) << "the stalled lookups held kiln up";
+  EXPECT_EQ(temporaries_in(project.out()), std::vector<std::string>{});
+  // The guard kills what is left once kiln is gone: give it a moment.
+  auto gone = std::chrono::steady_clock::now() + std::chrono::seconds(3);
+  auto survivors = [&] {
+    std::vector<pid_t> left;
+    for (pid_t pid : children) {
+      if (alive(pid)) left.push_back(pid);
+    }
+    return left;
+  };
+  while (!survivors().empty() && std::chrono::steady_clock::now() < gone) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_EQ(survivors(), std::vector<pid_t>{}) << "a child of kiln outlived it";
+}
+
+INSTANTIATE_TEST_SUITE_P(Signals, RemoteCacheCliStuck,
+                         ::testing::Values(StuckCase{SIGTERM, 2}, StuckCase{SIGTERM, 8},
+                                           StuckCase{SIGINT, 2}, StuckCase{SIGINT, 8}),
+                         [](const ::testing::TestParamInfo<StuckCase>& info) {
+                           return fmt::format("{}J{}",
+                                              info.param.signal == SIGTERM ? "Sigterm" : "Sigint",
+                                              info.param.jobs);
+                         });
+
+// --- A failed server is remembered across processes ---
+
+// The first build pays for a stalling server (its lookups run into their limit); the next
+// process, within a minute, does not ask it at all, says why once, and still builds everything.
+TEST(RemoteCacheCliFaultMemory, TheNextProcessSkipsAServerThatFailedRecently) {
+  if (!which("gcc")) GTEST_SKIP() << "needs gcc on PATH";
+  FaultyServer stalled(FaultyServer::Mode::stall);
+  testing::BuildProject project;
+  // Each build its own code, so that no job is a local hit and every one asks the server.
+  auto write_manifest = [&](int variant) {
+    json jobs = json::array();
+    for (int i = 0; i < 6; ++i) {
+      jobs.push_back(testing::c_job(fmt::format("j{}", i),
+                                    fmt::format("int j{}(void) {{ return {}; }}", i, variant + i)));
+    }
+    project.manifest({{"jobs", jobs}});
+  };
+  testing::Environment env = {{"KILN_REMOTE_CACHE", stalled.url("redis")},
+                              {"KILN_REMOTE_CACHE_TIMEOUT", "1"},
+                              {"KILN_REMOTE_CACHE_FAULT_MEMORY", std::nullopt}};
+  auto remote_seconds = [&](const std::string& report) {
+    return project.result(report).at("summary").at("remote_cache").value("seconds", -1.0);
+  };
+  write_manifest(100);
+  RunResult cold = project.build_with({.args = {"-j", "2"}, .env = env, .report = "cold.json"});
+  ASSERT_EQ(cold.exit_code, 0) << cold.output << cold.error_output;
+  double cold_seconds = remote_seconds("cold.json");
+  std::printf("first build: %.3f s waiting for the server, %.3f s in all\n", cold_seconds,
+              std::chrono::duration<double>(cold.duration).count());
+  EXPECT_GE(cold_seconds, 0.9) << "the first build never waited for the server";
+  fs::path marks = project.path("cache") / "remote-faults";
+  ASSERT_TRUE(fs::is_directory(marks)) << cold.error_output;
+  struct stat st {};
+  ASSERT_EQ(::stat(marks.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0700u);
+  EXPECT_EQ(st.st_uid, ::geteuid());
+
+  write_manifest(200);
+  RunResult next = project.build_with({.args = {"-j", "2"}, .env = env, .report = "next.json"});
+  ASSERT_EQ(next.exit_code, 0) << next.output << next.error_output;
+  double next_seconds = remote_seconds("next.json");
+  std::printf("next build: %.3f s waiting for the server, %.3f s in all\n", next_seconds,
+              std::chrono::duration<double>(next.duration).count());
+  EXPECT_LT(next_seconds, 0.05) << next.error_output;
+  std::vector<std::string> warnings = remote_cache_lines(next.error_output);
+  ASSERT_EQ(warnings.size(), 1u) << next.error_output;
+  EXPECT_NE(warnings[0].find("failed recently"), std::string::npos) << warnings[0];
+  EXPECT_NE(warnings[0].find("skipped"), std::string::npos) << warnings[0];
+  for (const auto& [name, job] : project.jobs("next.json")) {
+    EXPECT_EQ(job.value("status", ""), "done") << name;
+  }
+
+  // Not remembered when told not to: the server is asked again.
+  env["KILN_REMOTE_CACHE_FAULT_MEMORY"] = "0";
+  write_manifest(300);
+  RunResult asked = project.build_with({.args = {"-j", "2"}, .env = env, .report = "asked.json"});
+  ASSERT_EQ(asked.exit_code, 0) << asked.output << asked.error_output;
+  EXPECT_GE(remote_seconds("asked.json"), 0.9) << asked.error_output;
+}
 
 }  // namespace
 }  // namespace kiln

@@ -66,9 +66,13 @@ struct RemoteCacheOptions {
   std::uint64_t max_object_bytes = std::uint64_t{64} << 20;
   // Each operation's limit (connecting has a limit of its own, a third of this, at most 1 s).
   std::chrono::milliseconds operation_timeout{2000};
+  // How long a server that failed is not asked by the user's other processes (a mark in the
+  // cache directory, docs/remote-cache.md); 0: each process finds out for itself.
+  std::chrono::seconds fault_memory{60};
 
   // $KILN_REMOTE_CACHE, $KILN_REMOTE_CACHE_MODE (read-only | read-write),
-  // $KILN_REMOTE_CACHE_CREDENTIALS, $KILN_REMOTE_CACHE_CA, $KILN_REMOTE_CACHE_TIMEOUT (seconds);
+  // $KILN_REMOTE_CACHE_CREDENTIALS, $KILN_REMOTE_CACHE_CA, $KILN_REMOTE_CACHE_TIMEOUT (seconds),
+  // $KILN_REMOTE_CACHE_FAULT_MEMORY (seconds);
   // std::nullopt when $KILN_REMOTE_CACHE is unset. Throws InvalidArgument for a mode or timeout
   // it cannot read.
   static std::optional<RemoteCacheOptions> from_environment();
@@ -82,6 +86,9 @@ enum class CacheOrigin { none, local, remote };
 struct RemoteCounters {
   std::uint64_t hits = 0, misses = 0, errors = 0, uploads = 0, rejected = 0;
   std::uint64_t bytes_down = 0, bytes_up = 0;
+  // Time spent waiting for the server, all threads together (this process's counters only;
+  // 0 in Cache::Stats).
+  double seconds = 0;
 };
 
 struct CacheOptions {

@@ -321,7 +321,10 @@ Cache Cache::open(const CacheOptions& options) {
       });
     }
   }
-  if (remote && !remote->url.empty()) cache.remote_ = internal::RemoteLevel::of(*remote);
+  if (remote && !remote->url.empty()) {
+    cache.remote_ = internal::RemoteLevel::of(*remote);
+    cache.remote_->remember_faults_in(cache.directory_);
+  }
   return cache;
 }
 

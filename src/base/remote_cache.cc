@@ -1,15 +1,22 @@
 // The cache's second level (internal/remote_level.h) and its configuration (kiln/cache.h).
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <condition_variable>
 #include <cstdio>
+#include <ctime>
 #include <map>
+#include <thread>
 #include <vector>
 
 #include <fmt/format.h>
 
+#include "internal/fd.h"
 #include "internal/files.h"
 #include "internal/remote_level.h"
 #include "internal/sha256.h"
+#include "kiln/process.h"
 
 namespace kiln {
 
@@ -20,6 +27,70 @@ namespace {
 constexpr int kFaultsBeforeGivingUp = 3;
 
 constexpr std::string_view kActionMagic = "kiln-ac-1\n";
+
+constexpr const char* kFaultsDirectory = "remote-faults";
+
+// Seconds in (0, 600] (or [0, 600] when `zero_ok`) from the variable `name`; InvalidArgument
+// naming it otherwise.
+double seconds_setting(const char* name, const std::string& text, bool zero_ok) {
+  double value = -1;
+  try {
+    size_t used = 0;
+    value = std::stod(text, &used);
+    if (used != text.size()) value = -1;
+  } catch (const std::exception&) {
+    value = -1;
+  }
+  if (!((value > 0 || (zero_ok && value == 0)) && value <= 600)) {
+    throw InvalidArgument(fmt::format("{} must be a number of seconds in {}0, 600], not '{}'", name,
+                                      zero_ok ? "[" : "(", text));
+  }
+  return value;
+}
+
+std::int64_t now_ns() {
+  timespec now{};
+  ::clock_gettime(CLOCK_REALTIME, &now);
+  return static_cast<std::int64_t>(now.tv_sec) * 1'000'000'000 + now.tv_nsec;
+}
+
+// Runs `op` (which never throws) on a thread of its own and waits for its result, unless the
+// calling thread's RunScope has a cancel descriptor that becomes readable first (or its deadline
+// passes): then std::nullopt at once, and `op` is left to end by itself. Without such a scope,
+// `op` runs here.
+template <typename T, typename Op>
+std::optional<T> unless_cancelled(Op op) {
+  const RunScope* scope = RunScope::current();
+  int cancel_fd = scope != nullptr ? scope->limits().cancel_fd : -1;
+  std::optional<std::chrono::steady_clock::time_point> deadline =
+      scope != nullptr ? scope->limits().deadline : std::nullopt;
+  if (cancel_fd < 0 && !deadline) return op();
+  if (internal::readable(cancel_fd)) return std::nullopt;
+  struct State {
+    std::mutex mutex;
+    std::condition_variable done;
+    std::optional<T> value;
+  };
+  auto state = std::make_shared<State>();
+  try {
+    std::thread([state, op = std::move(op)]() mutable {
+      T value = op();
+      std::lock_guard lock(state->mutex);
+      state->value = std::move(value);
+      state->done.notify_all();
+    }).detach();
+  } catch (const std::system_error&) {  // no thread to be had: wait for the server here
+    return op();
+  }
+  std::unique_lock lock(state->mutex);
+  while (!state->value) {
+    state->done.wait_for(lock, std::chrono::milliseconds(20));
+    if (state->value) break;
+    if (internal::readable(cancel_fd)) return std::nullopt;
+    if (deadline && std::chrono::steady_clock::now() >= *deadline) return std::nullopt;
+  }
+  return std::move(state->value);
+}
 
 }  // namespace
 
@@ -37,19 +108,12 @@ std::optional<RemoteCacheOptions> RemoteCacheOptions::from_environment() {
   if (auto file = internal::env("KILN_REMOTE_CACHE_CREDENTIALS")) options.credentials_file = *file;
   if (auto file = internal::env("KILN_REMOTE_CACHE_CA")) options.ca_file = *file;
   if (auto seconds = internal::env("KILN_REMOTE_CACHE_TIMEOUT")) {
-    double value = 0;
-    try {
-      size_t used = 0;
-      value = std::stod(*seconds, &used);
-      if (used != seconds->size()) value = -1;
-    } catch (const std::exception&) {
-      value = -1;
-    }
-    if (!(value > 0 && value <= 600)) {
-      throw InvalidArgument(fmt::format(
-          "KILN_REMOTE_CACHE_TIMEOUT must be a number of seconds in (0, 600], not '{}'", *seconds));
-    }
+    double value = seconds_setting("KILN_REMOTE_CACHE_TIMEOUT", *seconds, false);
     options.operation_timeout = std::chrono::milliseconds(static_cast<long>(value * 1000));
+  }
+  if (auto seconds = internal::env("KILN_REMOTE_CACHE_FAULT_MEMORY")) {
+    double value = seconds_setting("KILN_REMOTE_CACHE_FAULT_MEMORY", *seconds, true);
+    options.fault_memory = std::chrono::seconds(static_cast<long>(value));
   }
   return options;
 }
@@ -101,7 +165,102 @@ std::shared_ptr<RemoteLevel> RemoteLevel::of(const RemoteCacheOptions& options) 
 }
 
 RemoteLevel::RemoteLevel(RemoteCacheOptions options)
-    : options_(std::move(options)), name_(redacted_url(options_.url)) {}
+    : options_(std::move(options)),
+      name_(redacted_url(options_.url)),
+      // The server as this process reaches it: another password or CA file is another server
+      // (whose marks a fixed password does not inherit).
+      mark_name_(sha256_hex(fmt::format("{}\n{}\n{}", options_.url,
+                                        options_.credentials_file.value_or("").string(),
+                                        options_.ca_file.value_or("").string()))) {}
+
+void RemoteLevel::remember_faults_in(const std::filesystem::path& cache_directory) {
+  std::lock_guard lock(mark_mutex_);
+  if (fault_directory_.empty() && options_.fault_memory.count() > 0) {
+    fault_directory_ = cache_directory / kFaultsDirectory;
+  }
+}
+
+std::filesystem::path RemoteLevel::mark_path() const {
+  std::lock_guard lock(mark_mutex_);
+  return fault_directory_.empty() ? std::filesystem::path() : fault_directory_ / mark_name_;
+}
+
+namespace {
+
+// The faults directory, made 0700 if need be and opened without following a symlink; invalid
+// when it is not a directory of this user's that only they can write.
+UniqueFd open_faults_directory(const std::filesystem::path& dir, bool create) {
+  if (create && ::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) return UniqueFd();
+  UniqueFd fd(retry_eintr(
+      [&] { return ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC); }));
+  struct stat st {};
+  if (!fd || ::fstat(fd.get(), &st) != 0 || st.st_uid != ::geteuid() || (st.st_mode & 077) != 0) {
+    return UniqueFd();
+  }
+  return fd;
+}
+
+}  // namespace
+
+void RemoteLevel::mark_fault() {
+  std::filesystem::path mark = mark_path();
+  if (mark.empty() || marked_.exchange(true)) return;
+  UniqueFd dir = open_faults_directory(mark.parent_path(), true);
+  if (!dir) return;
+  try {  // the time is the file's own; the text is for a person who looks
+    write_file_atomically_at(dir.get(), mark_name_,
+                             fmt::format("{} failed; kiln skips it until this file is {} s old\n",
+                                         name_, options_.fault_memory.count()),
+                             0600, mark);
+  } catch (const Error&) {  // NOLINT(bugprone-empty-catch): then each process finds out itself
+  }
+}
+
+bool RemoteLevel::skipped_for_a_recent_fault() {
+  std::int64_t until = skip_until_ns_.load();
+  if (until == 0) return false;
+  std::int64_t now = now_ns();
+  if (until > 0 && now < until) return true;
+  std::filesystem::path mark = mark_path();
+  if (mark.empty()) return false;
+  std::lock_guard lock(mark_mutex_);  // one thread looks; the others see what it found
+  until = skip_until_ns_.load();
+  if (until == 0 || (until > 0 && now < until)) return until != 0;
+  UniqueFd dir = open_faults_directory(mark.parent_path(), false);
+  struct stat st {};
+  std::int64_t memory_ns = std::int64_t{options_.fault_memory.count()} * 1'000'000'000;
+  std::int64_t marked_ns = 0;
+  if (dir && ::fstatat(dir.get(), mark_name_.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+      S_ISREG(st.st_mode)) {
+    marked_ns = static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec;
+  }
+  // A mark from the future (a clock set back) is not believed past one memory's length.
+  if (marked_ns == 0 || now - marked_ns >= memory_ns || marked_ns - now >= memory_ns) {
+    skip_until_ns_.store(0);
+    return false;
+  }
+  skip_until_ns_.store(marked_ns + memory_ns);
+  std::lock_guard warning_lock(warning_mutex_);
+  if (warning_.empty()) {
+    warning_ = fmt::format(
+        "remote cache {}: skipped: it failed recently, {:.0f} s ago in another kiln process "
+        "(kiln asks it again {} s after a failure; {}); building with the local cache",
+        name_, static_cast<double>(std::max<std::int64_t>(now - marked_ns, 0)) / 1e9,
+        options_.fault_memory.count(), mark.string());
+    (void)std::fprintf(stderr, "kiln: warning: %s\n", warning_.c_str());
+  }
+  return true;
+}
+
+void RemoteLevel::succeeded() {
+  consecutive_faults_.store(0);
+  if (unmarked_.exchange(true)) return;
+  std::filesystem::path mark = mark_path();
+  if (mark.empty()) return;
+  if (UniqueFd dir = open_faults_directory(mark.parent_path(), false)) {
+    (void)::unlinkat(dir.get(), mark_name_.c_str(), 0);
+  }
+}
 
 std::string RemoteLevel::description() const {
   return fmt::format("{} ({})", name_, options_.read_write ? "read-write" : "read-only");
@@ -114,7 +273,8 @@ RemoteCounters RemoteLevel::counters() const {
           .uploads = uploads_.load(),
           .rejected = rejected_.load(),
           .bytes_down = bytes_down_.load(),
-          .bytes_up = bytes_up_.load()};
+          .bytes_up = bytes_up_.load(),
+          .seconds = static_cast<double>(nanoseconds_.load()) / 1e9};
 }
 
 std::string RemoteLevel::warning() const {
@@ -146,6 +306,7 @@ void RemoteLevel::fault(std::string_view what) {
   if (what.starts_with(name_ + ": ")) what.remove_prefix(name_.size() + 2);  // named once
   errors_.fetch_add(1);
   if (consecutive_faults_.fetch_add(1) + 1 >= kFaultsBeforeGivingUp) given_up_.store(true);
+  mark_fault();
   std::lock_guard lock(warning_mutex_);
   if (!warning_.empty()) return;
   warning_ = fmt::format(
@@ -185,8 +346,50 @@ std::optional<std::pair<std::string, std::uint64_t>> parse_action(std::string_vi
 
 }  // namespace
 
+namespace {
+
+// Adds the time from its making to its end to `total`.
+class Timed {
+ public:
+  explicit Timed(std::atomic<std::int64_t>& total)
+      : total_(total), start_(std::chrono::steady_clock::now()) {}
+  ~Timed() {
+    total_.fetch_add(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                         std::chrono::steady_clock::now() - start_)
+                         .count());
+  }
+  Timed(const Timed&) = delete;
+  Timed& operator=(const Timed&) = delete;
+
+ private:
+  std::atomic<std::int64_t>& total_;
+  std::chrono::steady_clock::time_point start_;
+};
+
+}  // namespace
+
 RemoteLevel::Fetched RemoteLevel::fetch(std::string_view key) {
-  if (given_up_.load()) return {Outcome::off};
+  if (given_up_.load() || skipped_for_a_recent_fault()) return {Outcome::off};
+  Timed timed(nanoseconds_);
+  std::optional<Fetched> fetched = unless_cancelled<Fetched>(
+      [self = shared_from_this(), key = std::string(key)] { return self->fetch_now(key); });
+  return fetched ? std::move(*fetched) : Fetched{Outcome::off};
+}
+
+bool RemoteLevel::store(std::string_view key, std::string_view payload) {
+  if (!options_.read_write || payload.size() > options_.max_object_bytes || given_up_.load() ||
+      skipped_for_a_recent_fault()) {
+    return false;
+  }
+  Timed timed(nanoseconds_);
+  return unless_cancelled<bool>(
+             [self = shared_from_this(), key = std::string(key), payload = std::string(payload)] {
+               return self->store_now(key, payload);
+             })
+      .value_or(false);
+}
+
+RemoteLevel::Fetched RemoteLevel::fetch_now(const std::string& key) {
   RemoteStore* store = open_store();
   if (store == nullptr) return {Outcome::off};
   std::string action = remote_action_name(key);
@@ -229,10 +432,7 @@ RemoteLevel::Fetched RemoteLevel::fetch(std::string_view key) {
   }
 }
 
-bool RemoteLevel::store(std::string_view key, std::string_view payload) {
-  if (!options_.read_write || payload.size() > options_.max_object_bytes || given_up_.load()) {
-    return false;
-  }
+bool RemoteLevel::store_now(const std::string& key, const std::string& payload) {
   RemoteStore* store = open_store();
   if (store == nullptr) return false;
   try {

@@ -202,7 +202,8 @@ Report run_build(const Manifest& manifest, const Options& options) {
                    .uploads = after.uploads - before.uploads,
                    .rejected = after.rejected - before.rejected,
                    .bytes_down = after.bytes_down - before.bytes_down,
-                   .bytes_up = after.bytes_up - before.bytes_up};
+                   .bytes_up = after.bytes_up - before.bytes_up,
+                   .seconds = after.seconds - before.seconds};
   report.local_threads = local > 0 ? std::min(local, threads) : threads;
   report.jobs_source = std::move(jobs_source);
   report.cache_warning = runner.cache_warning();

@@ -34,7 +34,8 @@ nlohmann::json remote_json(const Report& report) {
           {"rejected", r.rejected},
           {"uploads", r.uploads},
           {"bytes_down", r.bytes_down},
-          {"bytes_up", r.bytes_up}};
+          {"bytes_up", r.bytes_up},
+          {"seconds", r.seconds}};
 }
 
 nlohmann::json summary_json(const Report& report) {
@@ -170,11 +171,12 @@ std::string summary_text(const Report& report) {
   text += where_text(report);
   if (!report.remote_cache.empty()) {
     const RemoteCounters& r = report.remote;
-    text +=
-        fmt::format("remote cache {}: {} hits, {} misses, {} errors{}, {} down, {} uploaded ({})\n",
-                    report.remote_cache, r.hits, r.misses, r.errors,
-                    r.rejected > 0 ? fmt::format(", {} rejected", r.rejected) : "",
-                    human_bytes(r.bytes_down), r.uploads, human_bytes(r.bytes_up));
+    text += fmt::format(
+        "remote cache {}: {} hits, {} misses, {} errors{}, {} down, {} uploaded ({}), "
+        "{:.2f} s waiting for it\n",
+        report.remote_cache, r.hits, r.misses, r.errors,
+        r.rejected > 0 ? fmt::format(", {} rejected", r.rejected) : "", human_bytes(r.bytes_down),
+        r.uploads, human_bytes(r.bytes_up), r.seconds);
   }
   std::vector<const JobResult*> ran;
   for (const JobResult& job : report.jobs) {

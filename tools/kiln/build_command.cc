@@ -6,9 +6,12 @@
 // Ctrl-C that stops everything and leaves no partial output.
 #include <signal.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include <charconv>
+#include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <iostream>
 #include <memory>
@@ -62,6 +65,18 @@ void configure_remote_cache(const BuildArgs& args) {
   }
   if (std::optional<RemoteCacheOptions> remote = RemoteCacheOptions::from_environment()) {
     (void)RemoteStoreOptions::parse(remote->url, remote->credentials_file, remote->ca_file);
+  }
+}
+
+// How long after Ctrl-C (SIGINT, SIGTERM, SIGHUP) kiln build may take to end.
+constexpr std::chrono::milliseconds kInterruptLimit{800};
+
+// Removes the temporary directories this process made in `out_dir` (.kiln-tmp-<pid>-*).
+void remove_own_temporaries(const fs::path& out_dir) {
+  std::string prefix = fmt::format(".kiln-tmp-{}-", ::getpid());
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(out_dir, ec)) {
+    if (entry.path().filename().string().starts_with(prefix)) fs::remove_all(entry.path(), ec);
   }
 }
 
@@ -131,6 +146,13 @@ int run_build_command(const BuildArgs& args) {
 
   Interrupts interrupts;
   options.cancel_fd = interrupts.fd();
+  interrupts.when_overdue(kInterruptLimit, [out_dir = fs::absolute(args.out)] {
+    remove_own_temporaries(out_dir);
+    (void)std::fputs(
+        "kiln: interrupted; a job did not stop in time and was abandoned, running jobs were "
+        "killed and no partial output was kept\n",
+        stderr);
+  });
   // A report written to stdout must be all that is there, so that it can be piped.
   bool report_to_stdout = args.json == "-" || args.trace == "-";
   FILE* out = report_to_stdout ? stderr : stdout;
@@ -142,7 +164,12 @@ int run_build_command(const BuildArgs& args) {
   (report_to_stdout ? std::cerr : std::cout) << build::summary_text(report) << std::flush;
   if (report.summary.interrupted) {
     std::cerr << "kiln: interrupted; running jobs were killed and no partial output was kept\n";
-    return 128 + (interrupts.received() != 0 ? interrupts.received() : SIGINT);
+    // Not through exit(): a thread may still be inside a remote operation it abandoned
+    // (internal/remote_level.h), and static destructors must not pull its libraries away.
+    std::cout.flush();
+    std::cerr.flush();
+    (void)std::fflush(nullptr);
+    std::_Exit(128 + (interrupts.received() != 0 ? interrupts.received() : SIGINT));
   }
   if (!args.json.empty()) build::write_report_file(args.json, build::report_json(report));
   if (!args.trace.empty()) build::write_report_file(args.trace, build::trace_json(report));

@@ -45,8 +45,24 @@ void Interrupts::watch() {
     if (::read(signals_, &info, sizeof info) == static_cast<ssize_t>(sizeof info)) {
       received_.store(static_cast<int>(info.ssi_signo));
       (void)::write(cancel_[1], "x", 1);
+      if (last_words_) wait_or_end(static_cast<int>(info.ssi_signo));
     }
   }
+}
+
+void Interrupts::wait_or_end(int signal) {
+  pollfd stop = {stop_[0], POLLIN, 0};
+  auto until = std::chrono::steady_clock::now() + overdue_limit_;
+  for (;;) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        until - std::chrono::steady_clock::now());
+    if (left.count() <= 0) break;
+    int n = ::poll(&stop, 1, static_cast<int>(left.count()));
+    if (n > 0) return;  // the build ended in time; ~Interrupts stops the watcher
+    if (n < 0 && errno != EINTR) break;
+  }
+  last_words_();
+  ::_exit(128 + signal);
 }
 
 }  // namespace kiln::cli

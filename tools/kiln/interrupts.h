@@ -12,6 +12,8 @@
 #include <signal.h>
 
 #include <atomic>
+#include <chrono>
+#include <functional>
 #include <thread>
 
 namespace kiln::cli {
@@ -30,9 +32,19 @@ class Interrupts {
   int fd() const { return cancel_[0]; }
   // The last signal that came; 0 for none.
   int received() const { return received_.load(); }
+  // The last resort, set before the build starts: when the process still runs `limit` after a
+  // signal (a thread that cannot be interrupted holds the build up), the watcher calls
+  // `last_words` (remove what must not be left, say why) and ends the process with _exit(128 +
+  // the signal); the child guard kills what it had started.
+  void when_overdue(std::chrono::milliseconds limit, std::function<void()> last_words) {
+    overdue_limit_ = limit;
+    last_words_ = std::move(last_words);
+  }
 
  private:
   void watch();
+  // After `signal`: returns once stopped, or ends the process when overdue.
+  void wait_or_end(int signal);
 
   sigset_t set_{};
   sigset_t old_{};
@@ -40,6 +52,8 @@ class Interrupts {
   int stop_[2] = {-1, -1};
   int signals_ = -1;
   std::atomic<int> received_{0};
+  std::chrono::milliseconds overdue_limit_{0};
+  std::function<void()> last_words_;
   std::thread watcher_;
 };
 

@@ -11,9 +11,21 @@
 // One level per server (URL, mode and credentials) per process, shared by every Cache opened on
 // it, so connections and counters outlive any one Cache; a forked child gets a level of its own
 // (its parent's connections are never used, nor closed, by it).
+//
+// A thread whose RunScope (kiln/process.h) has a cancel descriptor (kiln build's jobs) never
+// waits for the server past a cancel: the operation runs on a thread of its own, and when the
+// descriptor becomes readable first the caller gets Outcome::off at once and the operation is
+// abandoned (it ends by its own limit; nothing waits for it).
+//
+// A server this process gave up on (or whose first operation failed) is remembered for the
+// user's other processes: <cache directory>/remote-faults/<sha256 of the server> (0700
+// directory, the file's time is the failure's). A process that finds a mark younger than
+// RemoteCacheOptions::fault_memory does not ask the server, says so once, and looks again once
+// the mark is older; a success removes it.
 #pragma once
 
 #include <atomic>
+#include <filesystem>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -25,7 +37,7 @@
 
 namespace kiln::internal {
 
-class RemoteLevel {
+class RemoteLevel : public std::enable_shared_from_this<RemoteLevel> {
  public:
   // The process's level for `options` (options.url must not be empty).
   static std::shared_ptr<RemoteLevel> of(const RemoteCacheOptions& options);
@@ -54,14 +66,23 @@ class RemoteLevel {
   }
   // Whether faults made this process stop asking the server.
   bool given_up() const noexcept { return given_up_.load(); }
+  // Where faults are remembered across processes: `cache_directory`/remote-faults (the first
+  // call of the process wins; none: faults are this process's alone).
+  void remember_faults_in(const std::filesystem::path& cache_directory);
 
   explicit RemoteLevel(RemoteCacheOptions options);
 
  private:
   RemoteStore* open_store();
+  Fetched fetch_now(const std::string& key);
+  bool store_now(const std::string& key, const std::string& payload);
+  // Whether a fresh mark of another process's fault says not to ask the server now.
+  bool skipped_for_a_recent_fault();
+  void mark_fault();
+  std::filesystem::path mark_path() const;
   void fault(std::string_view what);
   void reject(std::string_view what);
-  void succeeded() { consecutive_faults_.store(0); }
+  void succeeded();
 
   RemoteCacheOptions options_;
   std::string name_;
@@ -74,6 +95,15 @@ class RemoteLevel {
   bool warned_rejected_ = false;
   std::atomic<std::uint64_t> hits_{0}, misses_{0}, errors_{0}, uploads_{0}, rejected_{0};
   std::atomic<std::uint64_t> bytes_down_{0}, bytes_up_{0};
+  std::atomic<std::int64_t> nanoseconds_{0};  // waited for the server, all threads together
+  // Fault memory: the directory ("" for none), the mark's name, until when (ns since the epoch)
+  // a mark says to skip the server (-1: not looked at yet, 0: no mark), whether this process
+  // marked or unmarked it already.
+  mutable std::mutex mark_mutex_;
+  std::filesystem::path fault_directory_;
+  std::string mark_name_;
+  std::atomic<std::int64_t> skip_until_ns_{-1};
+  std::atomic<bool> marked_{false}, unmarked_{false};
 };
 
 // What the store of `options` is opened with: its URL and files read, connecting limited to a
