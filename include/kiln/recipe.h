@@ -30,12 +30,19 @@ namespace kiln {
 struct RecipeTool {
   // What it is, for messages: "the C/C++ compiler", "ld.lld", "NVRTC".
   std::string what{};
-  // Exactly argv[0] of the steps that run it (a name looked up on PATH, or a path); for an
-  // in-process tool, its name and version ("nvrtc 13.0").
+  // Exactly argv[0] of the steps that run it (a name looked up on PATH, or a path), or the
+  // compiler's place after a launcher's prefix, as the toolchain module wrote it (what a cache key
+  // names; ToolIdentities::identify() then runs `executable` there); for an in-process tool, its
+  // name and version ("nvrtc 13.0").
   std::string program{};
   // The real file `program` runs (symbolic links resolved); empty until
   // ToolIdentities::identify() (kiln/tool_identities.h) fills it, and for in-process tools.
   std::filesystem::path path{};
+  // Where `program` was found, absolute, as run() finds it with its step's PATH and working
+  // directory (kiln::program_path); identify() also puts it in place of `program` in the steps,
+  // so that what runs is what was identified, whatever PATH or the working directory hold later.
+  // Empty until then, and for in-process tools.
+  std::filesystem::path executable{};
   // Who the tool is: real path, size, modification time and the first line of `--version`
   // (ToolIdentities); an in-process tool's is set by the module ("nvrtc 13.0").
   std::string identity{};

@@ -35,14 +35,21 @@ class ToolIdentities {
     std::filesystem::path path{};  // the real file; empty when the program cannot be found
     std::string text{};            // "content:<hash> <first line of --version>"
   };
-  // The identity of `program` found as run() finds it (a name on PATH, or a path). A program
-  // that cannot be found is identified by its name alone; one whose --version fails, by its file.
+  // The identity of `program` found as run() finds it (kiln::program_path: a name on PATH, never
+  // ./name first; or a path), a launcher's masquerade link (/usr/lib/ccache/gcc) passed over for
+  // the compiler it stands for. A program that cannot be found is identified by its name alone;
+  // one whose --version fails, by its file.
   Identity of(const std::string& program);
   // A file a tool reads (device libraries): file_content_identity(), or the path when it cannot
   // be read.
   static std::string of_file(const std::filesystem::path& file);
-  // Fills `path` and `identity` of every tool of `recipe` that runs as a program (in-process
-  // tools keep the identity their module gave them).
+  // Fills `executable`, `path` and `identity` of every tool of `recipe` that runs as a program
+  // (in-process tools keep the identity their module gave them), and makes the steps run exactly
+  // what was identified: each step's argv[0], and the compiler after a ccache or sccache prefix,
+  // becomes the absolute path found with that step's PATH and working directory (distcc and icecc
+  // keep the compiler's name, which they send to other machines; the one identified is the one
+  // they run here). A tool that runs in no step of its own is found as of() finds it. Throws
+  // ToolNotFound or ToolNotExecutable, as run() would, for a step's program that is not there.
   void identify(Recipe& recipe);
 
  private:

@@ -1,6 +1,8 @@
 #include "kiln/paths.h"
 
 #include "internal/path_list.h"
+#include "internal/spawn.h"
+#include "kiln/error.h"
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -41,6 +43,22 @@ std::optional<fs::path> which(std::string_view name) {
     if (is_executable_file(candidate)) return candidate;
   }
   return std::nullopt;
+}
+
+fs::path program_path(const RunOptions& options,
+                      const std::function<bool(const fs::path&)>& pass_over) {
+  if (options.argv.empty()) throw InvalidArgument("cannot run a program with an empty argv");
+  const std::string& name = options.argv.front();
+  std::string path_variable =
+      internal::path_of(internal::make_environment(options.env, options.replace_env));
+  fs::path found = internal::resolve_executable(name, path_variable, options.cwd);
+  if (name.find('/') != std::string::npos || !pass_over || !pass_over(found)) return found;
+  for (const std::string& dir : internal::split_path_list(path_variable)) {
+    fs::path candidate = fs::path(dir.empty() ? "." : dir) / name;
+    if (candidate.is_relative() && !options.cwd.empty()) candidate = options.cwd / candidate;
+    if (is_executable_file(candidate) && !pass_over(candidate)) return fs::absolute(candidate);
+  }
+  return found;  // nothing else: what run() starts
 }
 
 bool is_source_path(std::string_view text) {

@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include "kiln/error.h"
 #include "kiln/temp_directory.h"
 #include "testing/test_support.h"
 
@@ -42,6 +43,26 @@ TEST(Which, AcceptsAPathToAnExecutable) {
   TempDirectory a;
   make_file(a / "tool", 0755);
   EXPECT_EQ(which((a / "tool").string()), a / "tool");
+}
+
+// What run() starts, which a cache key must name: PATH's first hit, never ./name or /bin/name
+// first as which() has it for the seed.
+TEST(ProgramPath, IsWhatRunStartsNotTheSeedsOrder) {
+  TempDirectory cwd, a, b;
+  make_file(cwd / "kiln-tool", 0755);  // ./kiln-tool: not run for a bare name
+  make_file(a / "kiln-tool", 0755);
+  make_file(b / "kiln-tool", 0755);
+  testing::ScopedEnv path("PATH", a.path().string() + ":" + b.path().string());
+  EXPECT_EQ(program_path({.argv = {"kiln-tool"}, .cwd = cwd.path()}), a / "kiln-tool");
+  EXPECT_EQ(program_path({.argv = {"kiln-tool"}, .env = {{"PATH", b.path().string()}}}),
+            b / "kiln-tool");
+  fs::path relative = program_path({.argv = {"./kiln-tool"}, .cwd = cwd.path()});
+  EXPECT_TRUE(relative.is_absolute()) << relative;
+  EXPECT_TRUE(fs::equivalent(relative, cwd / "kiln-tool")) << relative;
+  EXPECT_THROW(program_path({.argv = {"kiln-absent-tool"}}), ToolNotFound);
+  // A hit passed over (a launcher's masquerade link) gives the next.
+  auto is_a = [&](const fs::path& p) { return p.parent_path() == a.path(); };
+  EXPECT_EQ(program_path({.argv = {"kiln-tool"}}, is_a), b / "kiln-tool");
 }
 
 TEST(IsSourcePath, SeedRules) {

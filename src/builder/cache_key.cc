@@ -34,13 +34,24 @@ std::string stable(const std::string& text, const Workspace& ws) {
                                   {{work, "$WORK"}, {out, "$OUT"}});
 }
 
-nlohmann::json step_material(const RecipeStep& step, const Workspace& ws) {
+// A word of a command as the key holds it: the path a tool was found at (RecipeTool::executable,
+// which the step runs) as the tool's program, the name the module gave it; where it was found
+// differs between machines, and the tool's identity (content and version) says which it is.
+std::string keyed_word(const std::string& word, const Recipe& recipe, const Workspace& ws) {
+  for (const RecipeTool& tool : recipe.tools) {
+    if (!tool.executable.empty() && word == tool.executable.native())
+      return stable(tool.program, ws);
+  }
+  return stable(word, ws);
+}
+
+nlohmann::json step_material(const RecipeStep& step, const Recipe& recipe, const Workspace& ws) {
   if (const auto* call = std::get_if<CallStep>(&step)) {
     return {{"call", call->name}, {"tool", call->tool}};
   }
   const auto& run = std::get<ToolStep>(step).run;
   nlohmann::json argv = nlohmann::json::array();
-  for (const std::string& arg : run.argv) argv.push_back(stable(arg, ws));
+  for (const std::string& arg : run.argv) argv.push_back(keyed_word(arg, recipe, ws));
   nlohmann::json env = nlohmann::json::object();
   for (const auto& [name, value] : run.env) {
     bool plumbing = std::find(std::begin(kLauncherPlumbing), std::end(kLauncherPlumbing), name) !=
@@ -73,7 +84,9 @@ std::string material(const Job& job, const Recipe& recipe, const Workspace& ws) 
     material["tools"].push_back(
         {{"program", stable(tool.program, ws)}, {"identity", tool.identity}});
   }
-  for (const RecipeStep& step : recipe.steps) material["steps"].push_back(step_material(step, ws));
+  for (const RecipeStep& step : recipe.steps) {
+    material["steps"].push_back(step_material(step, recipe, ws));
+  }
   // Paths are bytes: one that is not UTF-8 (a Latin-1 directory) cannot be JSON text, and
   // replacing its bytes would let two paths share a key. Such material is keyed by its CBOR
   // encoding, which keeps every byte; all other keys stay as they were.

@@ -5,6 +5,7 @@
 
 #include "internal/files.h"
 #include "kiln/cc.h"
+#include "kiln/error.h"
 #include "kiln/paths.h"
 #include "kiln/toolchain_environment.h"
 
@@ -16,8 +17,12 @@ std::string missing_tool(std::string_view what, std::string_view name) {
 
 bool installed(const std::string& program) {
   if (program.empty()) return false;
-  return program.find('/') == std::string::npos ? which(program).has_value()
-                                                : internal::is_file(program);
+  try {
+    (void)program_path({.argv = {program}});  // where run() finds it: never ./program first
+    return true;
+  } catch (const Error&) {
+    return false;
+  }
 }
 
 std::string c_compiler(const Job& job) {
@@ -30,7 +35,7 @@ std::string c_compiler(const Job& job) {
   if (job.language == Language::c) {
     if (auto cc = cc_environment().get("CC")) return *cc;
     for (const char* name : {"gcc", "cc", "clang"}) {
-      if (which(name)) return name;
+      if (installed(name)) return name;
     }
     return "cc";
   }

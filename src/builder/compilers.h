@@ -29,7 +29,8 @@ inline constexpr const char* kNeedsNdkCc = "toolchain absent: the ndk toolchain 
 // "toolchain absent: <what> (<name>) is not installed or not on PATH".
 std::string missing_tool(std::string_view what, std::string_view name);
 
-// Whether `program` can be run: a name found on PATH, or a path to a file; false for "".
+// Whether `program` can be run: a name found on PATH (as run() finds it, kiln::program_path), or
+// a path to an executable file; false for "".
 bool installed(const std::string& program);
 
 // The C/C++ compiler of an object, shared or executable job: its "cc"; TVM_NDK_CC for the ndk

@@ -229,7 +229,12 @@ JobRecipe prepare(const Job& job, const Options& options, const Workspace& works
       return result;
     }
   }
-  identities.identify(result.recipe);
+  try {
+    identities.identify(result.recipe);  // the steps now run the very files identified
+  } catch (const ToolNotFound& e) {      // a step's own PATH lacks it
+    result.skip_reason = fmt::format("toolchain absent: {}", e.what());
+    return result;
+  }
   ask_for_dependencies(job, workspace, result);
   return result;
 }

@@ -3,10 +3,15 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
+#include <optional>
+#include <vector>
+
 #include <fmt/format.h>
 
 #include "kiln/direct_cache.h"
 #include "kiln/error.h"
+#include "kiln/launcher.h"
 #include "kiln/paths.h"
 #include "kiln/process.h"
 
@@ -45,12 +50,80 @@ ToolIdentities::Identity ToolIdentities::of(const std::string& program) {
   }
 }
 
+namespace {
+
+// Whether `path` is (a link to) a compiler launcher: ccache, sccache, distcc or icecc.
+bool is_launcher_file(const fs::path& path) {
+  std::error_code ec;
+  fs::path real = fs::canonical(path, ec);
+  return !ec && launcher_kind(real.filename().string()).has_value();
+}
+
+// Where run() finds `as.argv[0]` (program_path), a launcher's masquerade link passed over for
+// the compiler it stands for, unless the name is a launcher's own.
+fs::path located(const RunOptions& as) {
+  bool is_launcher = launcher_kind(fs::path(as.argv.front()).filename().string()).has_value();
+  return program_path(as, is_launcher ? nullptr : is_launcher_file);
+}
+
+// The tool of `recipe` that runs as the program `word`; nullptr when there is none.
+RecipeTool* program_tool(Recipe& recipe, const std::string& word) {
+  for (RecipeTool& tool : recipe.tools) {
+    if (!tool.in_process && tool.program == word) return &tool;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
 void ToolIdentities::identify(Recipe& recipe) {
+  // Every place each tool runs from, in the order the steps run it.
+  std::map<const RecipeTool*, std::vector<fs::path>> places;
+  auto locate = [&](RunOptions& run, size_t at, const RecipeTool& tool, bool run_it_there) {
+    fs::path found = located(
+        {.argv = {run.argv[at]}, .cwd = run.cwd, .env = run.env, .replace_env = run.replace_env});
+    if (run_it_there) run.argv[at] = found.string();
+    std::vector<fs::path>& seen = places[&tool];
+    if (std::find(seen.begin(), seen.end(), found) == seen.end()) seen.push_back(found);
+  };
+  for (RecipeStep& step : recipe.steps) {
+    auto* tool_step = std::get_if<ToolStep>(&step);
+    if (tool_step == nullptr || tool_step->run.argv.empty()) continue;
+    RunOptions& run = tool_step->run;
+    RecipeTool* first = program_tool(recipe, run.argv[0]);
+    if (first == nullptr) continue;
+    locate(run, 0, *first, true);
+    std::optional<LauncherKind> launcher = launcher_kind(first->what);
+    if (!launcher) continue;
+    // The compiler a launcher runs: ccache and sccache run it here, so they are given the path;
+    // distcc and icecc send its name to other machines (distccd refuses a path), and run locally
+    // the one PATH gives them, which is the one identified.
+    bool local = launcher == LauncherKind::ccache || launcher == LauncherKind::sccache;
+    for (size_t at = 1; at < run.argv.size(); ++at) {
+      if (RecipeTool* compiler = program_tool(recipe, run.argv[at]);
+          compiler && compiler != first) {
+        locate(run, at, *compiler, local);
+        break;
+      }
+    }
+  }
   for (RecipeTool& tool : recipe.tools) {
     if (tool.in_process) continue;
-    Identity identity = of(tool.program);
-    tool.path = std::move(identity.path);
-    tool.identity = std::move(identity.text);
+    auto it = places.find(&tool);
+    if (it == places.end()) {  // run by no step of its own (inside a call): as run() finds it
+      Identity identity = of(tool.program);
+      tool.path = std::move(identity.path);
+      tool.identity = std::move(identity.text);
+      continue;
+    }
+    tool.executable = it->second.front();
+    tool.path.clear();
+    tool.identity.clear();
+    for (const fs::path& place : it->second) {
+      Identity identity = of(place.string());
+      if (tool.path.empty()) tool.path = std::move(identity.path);
+      tool.identity += (tool.identity.empty() ? "" : " | ") + identity.text;
+    }
   }
 }
 
@@ -84,9 +157,12 @@ std::optional<std::string> probe_version(const fs::path& tool) {
 
 ToolIdentities::Identity ToolIdentities::find_out(const std::string& program) {
   Identity identity{.text = program};
-  std::optional<fs::path> path =
-      program.find('/') != std::string::npos ? std::optional<fs::path>(program) : which(program);
-  if (!path) return identity;
+  std::optional<fs::path> path;
+  try {
+    path = located({.argv = {program}});
+  } catch (const Error&) {  // not there, or no executable: known by its name
+    return identity;
+  }
   std::error_code ec;
   fs::path real = fs::canonical(*path, ec);
   // Known by content, not by path: the same compiler on another machine, or installed at

@@ -9,6 +9,7 @@
 #include "kiln/cuda.h"
 #include "kiln/direct_cache.h"
 #include "kiln/error.h"
+#include "kiln/paths.h"
 #include "kiln/process.h"
 #include "kiln/temp_directory.h"
 
@@ -46,10 +47,17 @@ std::string nvcc_version(const std::string& nvcc, const Cache* memo) {
          file_identity(bin.parent_path() / "nvvm" / "bin" / "cicc", memo);
 }
 
+// <cuda>/bin/nvcc, else the nvcc run() finds on PATH, as an absolute path: the file the key
+// identifies (nvcc_version) is the one that runs. "nvcc" (to fail as not found) when none is.
 std::string nvcc_program() {
   fs::path nvcc = find_cuda_path() / "bin" / "nvcc";
   std::error_code ec;
-  return fs::exists(nvcc, ec) ? nvcc.string() : "nvcc";
+  if (fs::exists(nvcc, ec)) return nvcc.string();
+  try {
+    return program_path({.argv = {"nvcc"}}).string();
+  } catch (const Error&) {
+    return "nvcc";
+  }
 }
 
 // The nvcc command before its output and inputs, in the seed's order: the format, -O3, the dump
