@@ -1059,5 +1059,22 @@ TEST(RemoteCacheCliFaultMemory, TheNextProcessSkipsAServerThatFailedRecently) {
   EXPECT_GE(remote_seconds("asked.json"), 0.9) << asked.error_output;
 }
 
+// --- A URL kiln cannot read ---
+
+// The flag and the variable alike: a bad command line (exit 2) naming which, before anything
+// is built.
+TEST(RemoteCacheCliUrl, AMalformedUrlExitsTwoNamingTheFlagOrTheVariable) {
+  testing::BuildProject project;
+  project.manifest({{"jobs", {testing::c_job("a", "int a(void) { return 1; }")}}});
+  RunResult flag = project.build({"--remote-cache", "ftp://cache.example/kiln"});
+  EXPECT_EQ(flag.exit_code, 2) << flag.output << flag.error_output;
+  EXPECT_NE(flag.error_output.find("--remote-cache"), std::string::npos) << flag.error_output;
+  RunResult variable = project.build({}, {{"KILN_REMOTE_CACHE", "ftp://cache.example/kiln"}});
+  EXPECT_EQ(variable.exit_code, 2) << variable.output << variable.error_output;
+  EXPECT_NE(variable.error_output.find("KILN_REMOTE_CACHE"), std::string::npos)
+      << variable.error_output;
+  EXPECT_FALSE(fs::exists(project.out() / "a.o"));
+}
+
 }  // namespace
 }  // namespace kiln

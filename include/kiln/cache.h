@@ -73,8 +73,8 @@ struct RemoteCacheOptions {
   // $KILN_REMOTE_CACHE, $KILN_REMOTE_CACHE_MODE (read-only | read-write),
   // $KILN_REMOTE_CACHE_CREDENTIALS, $KILN_REMOTE_CACHE_CA, $KILN_REMOTE_CACHE_TIMEOUT (seconds),
   // $KILN_REMOTE_CACHE_FAULT_MEMORY (seconds);
-  // std::nullopt when $KILN_REMOTE_CACHE is unset. Throws InvalidArgument for a mode or timeout
-  // it cannot read.
+  // std::nullopt when $KILN_REMOTE_CACHE is unset. Throws InvalidArgument naming the variable
+  // for a URL, mode or number of seconds it cannot read.
   static std::optional<RemoteCacheOptions> from_environment();
 };
 
@@ -114,7 +114,8 @@ class Cache {
   // Resolves and (if needed) creates the directory. Throws UnusableDirectory naming the directory
   // when it is not a directory, not owned by this user, or writable by group or others, or naming
   // the ancestor that another user could change (or when no environment variable says where it
-  // goes), SystemError when it cannot be made or opened.
+  // goes), SystemError when it cannot be made or opened, InvalidArgument for a remote cache URL
+  // (options.remote's or $KILN_REMOTE_CACHE's) or setting it cannot read.
   static Cache open(const CacheOptions& options = {});
   // A cache that stores nothing (what open() returns when disabled).
   static Cache disabled();

@@ -28,6 +28,7 @@
 #include "internal/trusted_directory.h"
 #include "kiln/error.h"
 #include "kiln/file_lock.h"
+#include "kiln/remote_store.h"
 
 namespace kiln {
 namespace {
@@ -310,17 +311,10 @@ Cache Cache::open(const CacheOptions& options) {
       std::make_shared<OpenDirectory>(open_directory_checked(cache.directory_), cache.directory_);
   reap_temporaries(cache.open_->fd.get());
   cache.base_ = internal::base_directory_of(options.base_directory);
-  std::optional<RemoteCacheOptions> remote = options.remote;
-  if (!remote) {
-    try {
-      remote = RemoteCacheOptions::from_environment();
-    } catch (const InvalidArgument& e) {  // the local level works without it
-      static std::once_flag warned;
-      std::call_once(warned, [&] {
-        (void)std::fprintf(stderr, "kiln: warning: no remote cache: %s\n", e.what());
-      });
-    }
-  }
+  // A setting it cannot read is the caller's error, as in the CLI (docs/remote-cache.md).
+  std::optional<RemoteCacheOptions> remote =
+      options.remote ? options.remote : RemoteCacheOptions::from_environment();
+  if (remote && !remote->url.empty()) (void)RemoteStoreOptions::parse(remote->url);
   if (remote && !remote->url.empty()) {
     cache.remote_ = internal::RemoteLevel::of(*remote);
     cache.remote_->remember_faults_in(cache.directory_);

@@ -97,6 +97,11 @@ std::optional<T> unless_cancelled(Op op) {
 std::optional<RemoteCacheOptions> RemoteCacheOptions::from_environment() {
   std::optional<std::string> url = internal::env("KILN_REMOTE_CACHE");
   if (!url) return std::nullopt;
+  try {  // the URL's syntax only: the files it may name are read on first use
+    (void)RemoteStoreOptions::parse(*url);
+  } catch (const InvalidArgument& e) {
+    throw InvalidArgument(fmt::format("KILN_REMOTE_CACHE: {}", e.what()));
+  }
   RemoteCacheOptions options{.url = *url};
   std::string mode = internal::env("KILN_REMOTE_CACHE_MODE").value_or("read-only");
   if (mode == "read-write") {

@@ -250,5 +250,28 @@ TEST(RemoteCacheOptions, TheEnvironmentConfiguresItAndBadValuesAreNamed) {
   }
 }
 
+// One rule for a URL kiln cannot read, in the library as in the CLI (docs/remote-cache.md): an
+// InvalidArgument naming the variable, from from_environment() and from Cache::open(), never a
+// warning that leaves a tuning run without its shared cache unnoticed.
+TEST(RemoteCacheOptions, AMalformedUrlIsAnErrorNamingTheVariable) {
+  TempDirectory dir;
+  for (const char* bad : {"ftp://cache.example/kiln", "redis://cache:port/0"}) {
+    SCOPED_TRACE(bad);
+    testing::ScopedEnv url("KILN_REMOTE_CACHE", bad);
+    try {
+      (void)RemoteCacheOptions::from_environment();
+      ADD_FAILURE() << "accepted";
+    } catch (const InvalidArgument& e) {
+      EXPECT_TRUE(std::string(e.what()).starts_with("KILN_REMOTE_CACHE: ")) << e.what();
+    }
+    EXPECT_THROW(Cache::open({.directory = dir.path() / "cache", .enabled = true}),
+                 InvalidArgument);
+    EXPECT_THROW(Cache::open({.directory = dir.path() / "cache",
+                              .enabled = true,
+                              .remote = RemoteCacheOptions{.url = bad}}),
+                 InvalidArgument);
+  }
+}
+
 }  // namespace
 }  // namespace kiln

@@ -63,7 +63,17 @@ void configure_remote_cache(const BuildArgs& args) {
   if (!args.remote_cache_mode.empty()) {
     ::setenv("KILN_REMOTE_CACHE_MODE", args.remote_cache_mode.c_str(), 1);
   }
-  if (std::optional<RemoteCacheOptions> remote = RemoteCacheOptions::from_environment()) {
+  std::optional<RemoteCacheOptions> remote;
+  try {
+    remote = RemoteCacheOptions::from_environment();
+  } catch (const InvalidArgument& e) {
+    std::string what = e.what();
+    if (!args.remote_cache.empty() && what.starts_with("KILN_REMOTE_CACHE: ")) {
+      throw InvalidArgument("--remote-cache: " + what.substr(19));
+    }
+    throw;
+  }
+  if (remote) {
     (void)RemoteStoreOptions::parse(remote->url, remote->credentials_file, remote->ca_file);
   }
 }
