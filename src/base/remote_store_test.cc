@@ -292,7 +292,7 @@ TEST(RemoteStore, RedactsTokensInTheUserPartAndTheQuery) {
 
 // The rule for a URL kiln cannot read (docs/remote-cache.md): parse() throws InvalidArgument,
 // whatever the URL's kind, naming the problem and the URL without its secrets; nothing is
-// contacted. (`kiln build` makes that exit 2; a library Cache, one warning.)
+// contacted. (`kiln build` makes that exit 2, the library an InvalidArgument naming the variable.)
 TEST(RemoteStore, MalformedUrlIsInvalidArgumentBeforeAnyConnection) {
   for (const char* url : {"redis://cache:port", "http://cache/?q", "cache:6379", "ftp://cache",
                           "redis+unix://", "https://:hunter2-s3cret@"}) {
