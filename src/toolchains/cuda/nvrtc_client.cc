@@ -4,11 +4,13 @@
 // bound: no server can be started (latched for the process), a start that failed lately (the
 // servers directory remembers it), a server that does not start the compile within
 // kStartedWithin (the process then passes it by for kPassBy), or one that goes away.
+#include <fcntl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstring>
 #include <mutex>
 
@@ -82,11 +84,18 @@ std::optional<std::string> program_identity(const std::string& program, std::str
                      st.st_mtim.tv_nsec);
 }
 
-// The servers directory: <cache directory>/servers, 0700 and this user's. Made 0700; one that
-// exists is used only when it is private already, never chmod-ed.
+// The servers directory: <cache directory>/servers, 0700 and this user's. Tightened when it
+// exists: it is kiln's own, since Cache::open uses only a directory that is kiln's (one of the
+// user's is refused, internal/cache_tag.h), never one whose mode is someone's choice.
 std::optional<fs::path> servers_dir(std::string* why) {
   fs::path dir = Cache::open({.enabled = true}).directory() / "servers";
-  (void)::mkdir(dir.c_str(), 0700);
+  if (::mkdir(dir.c_str(), 0700) != 0 && errno == EEXIST) {
+    int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);  // not a link
+    if (fd >= 0) {
+      (void)::fchmod(fd, 0700);
+      ::close(fd);
+    }
+  }
   struct stat st {};
   if (::lstat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != ::geteuid() ||
       (st.st_mode & 077) != 0) {
