@@ -1076,5 +1076,54 @@ TEST(RemoteCacheCliUrl, AMalformedUrlExitsTwoNamingTheFlagOrTheVariable) {
   EXPECT_FALSE(fs::exists(project.out() / "a.o"));
 }
 
+// --- An entry that holds another valid object ---
+
+// The server's action entry for an object job names a shared library's content (valid, its
+// hash right): kiln sees it is not an object, compiles, counts it rejected, warns once, and
+// keeps nothing of it.
+TEST_F(RemoteCacheCliFaults, AnEntryOfAnotherKindIsRejectedNotServed) {
+  if (std::optional<std::string> why = RedisServer::missing()) GTEST_SKIP() << *why;
+  CacheServer server(Server::redis);
+  ASSERT_TRUE(server.running()) << server.why();
+  TwoMachines m(dir_.path(), {.c_jobs = 5});  // cc04 is a shared library, cc00 an object
+  Environment remote = {{"KILN_REMOTE_CACHE", server.url()},
+                        {"KILN_REMOTE_CACHE_MODE", "read-write"}};
+  std::map<std::string, std::string> action_of, output_of;
+  for (const std::string name : {"cc00", "cc04"}) {
+    std::string manifest = "only-" + name + ".json";
+    write_text(m.alice.checkout() / manifest,
+               m.alice_project.manifest([&](const std::string& n) { return n == name; }).dump());
+    std::set<std::string> before = server.objects();
+    Build alone = m.alice.build({.label = name, .env = remote, .manifest = manifest});
+    ASSERT_EQ(alone.result.exit_code, 0) << alone.context();
+    output_of[name] = alone.outputs()[name];
+    std::vector<std::string> actions = added(before, server.objects(), "ac/");
+    ASSERT_EQ(actions.size(), 1u) << name;
+    action_of[name] = actions.front();
+  }
+  server.plant(action_of["cc00"], server.read(action_of["cc04"]));
+
+  write_text(m.bob.checkout() / "only-cc00.json",
+             m.bob_project.manifest([](const std::string& n) { return n == "cc00"; }).dump());
+  Build bob = m.bob.build(
+      {.label = "bob", .env = {{"KILN_REMOTE_CACHE", server.url()}}, .manifest = "only-cc00.json"});
+  ASSERT_EQ(bob.result.exit_code, 0) << bob.context();
+  EXPECT_EQ(bob.ran["cc00"], "local") << bob.context();
+  EXPECT_EQ(bob.remote_count("rejected"), 1) << bob.remote().dump();
+  EXPECT_EQ(bob.remote_count("hits"), 0) << bob.remote().dump();
+  EXPECT_EQ(bob.outputs()["cc00"], output_of["cc00"]) << "the shared library was served";
+  std::vector<std::string> warnings = remote_cache_lines(bob.result.error_output);
+  ASSERT_EQ(warnings.size(), 1u) << bob.context();
+  EXPECT_NE(warnings[0].find("shared object"), std::string::npos) << warnings[0];
+
+  // Nothing of it was kept locally: the next build compiles (or asks the server) again, and
+  // never finds the library in the local cache.
+  Build again = m.bob.build({.label = "again",
+                             .env = {{"KILN_REMOTE_CACHE", server.url()}},
+                             .manifest = "only-cc00.json"});
+  ASSERT_EQ(again.result.exit_code, 0) << again.context();
+  EXPECT_EQ(again.outputs()["cc00"], output_of["cc00"]);
+}
+
 }  // namespace
 }  // namespace kiln

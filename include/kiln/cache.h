@@ -144,6 +144,12 @@ class Cache {
   std::string remote_description() const;
   // What this process's remote level did so far (all Cache objects on one server share it).
   RemoteCounters remote_counters() const;
+  // This cache with a check of what the remote level serves: `check` gets a remote hit's bytes
+  // (what get() would return) and says why they cannot be what the caller asked for ("an x86-64
+  // ELF shared object, not PTX"), or std::nullopt when they can be. A hit it refuses is a miss
+  // counted as rejected, warned about once, and not written to the local level.
+  Cache with_remote_check(
+      std::function<std::optional<std::string>(std::string_view bytes)> check) const;
   // get(), or make() then put().
   std::string get_or_make(std::string_view key, const std::function<std::string()>& make) const;
 
@@ -197,6 +203,8 @@ class Cache {
   // The second level (src/base/internal/remote_level.h), shared by every Cache of this process
   // on the same server; null when none.
   std::shared_ptr<internal::RemoteLevel> remote_;
+  // with_remote_check()'s check; null when none.
+  std::shared_ptr<const std::function<std::optional<std::string>(std::string_view)>> check_;
 };
 
 }  // namespace kiln

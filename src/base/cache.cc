@@ -329,6 +329,15 @@ Cache Cache::local_only() const {
   return local;
 }
 
+Cache Cache::with_remote_check(
+    std::function<std::optional<std::string>(std::string_view bytes)> check) const {
+  Cache checked = *this;
+  checked.check_ =
+      std::make_shared<const std::function<std::optional<std::string>(std::string_view)>>(
+          std::move(check));
+  return checked;
+}
+
 std::string Cache::remote_description() const { return remote_ ? remote_->description() : ""; }
 
 RemoteCounters Cache::remote_counters() const {
@@ -405,6 +414,14 @@ std::optional<std::string> Cache::get(std::string_view key, CacheOrigin* origin)
     counts.misses.fetch_add(1);
     open_->flush_now_and_then();
     return std::nullopt;
+  }
+  if (check_) {
+    if (std::optional<std::string> wrong = (*check_)(*bytes)) {
+      remote_->rejected_hit(fmt::format("the entry for key {} holds {}", std::string(key), *wrong));
+      counts.rejected.fetch_add(1);
+      open_->flush_now_and_then();
+      return std::nullopt;
+    }
   }
   counts.hits.fetch_add(1);
   counts.bytes_down.fetch_add(fetched.payload.size());

@@ -10,7 +10,9 @@
 #include "distcc_account.h"
 #include "icecc_account.h"
 #include "internal/files.h"
+#include "kiln/cuda.h"
 #include "kiln/direct_cache.h"
+#include "kiln/elf.h"
 #include "kiln/error.h"
 #include "kiln/paths.h"
 #include "kiln/temp_directory.h"
@@ -93,6 +95,98 @@ void store(const DirectCache& direct, const JobRecipe& prepared, const Workspace
     headers = std::move(*read);
   }
   direct.put(headers, bytes, {workspace.work_dir});
+}
+
+// What an output file is, as far as a check of its kind needs: an ELF file's type and machine,
+// else its magic.
+struct Shape {
+  bool elf = false;
+  unsigned type = 0, machine = 0;
+  std::string_view bytes;
+  bool starts(std::string_view magic) const { return bytes.starts_with(magic); }
+  bool text() const { return bytes.find('\0') == std::string_view::npos; }
+  bool mach_o() const { return starts("\xcf\xfa\xed\xfe") || starts("\xce\xfa\xed\xfe"); }
+  bool bitcode() const { return starts("BC\xc0\xde") || starts("\xde\xc0\x17\x0b"); }
+  bool wasm() const { return starts(std::string_view("\0asm", 4)); }
+};
+
+Shape shape_of(std::string_view bytes) {
+  Shape shape{.bytes = bytes};
+  if (bytes.size() >= 20 && bytes.starts_with("\x7f"
+                                              "ELF")) {
+    auto at = [&](size_t i) { return static_cast<unsigned>(static_cast<unsigned char>(bytes[i])); };
+    bool little = at(5) == 1;
+    shape.elf = true;
+    shape.type = little ? at(16) | (at(17) << 8) : (at(16) << 8) | at(17);
+    shape.machine = little ? at(18) | (at(19) << 8) : (at(18) << 8) | at(19);
+  }
+  return shape;
+}
+
+std::string described(const Shape& s) {
+  if (s.elf) {
+    const char* types[] = {"", "relocatable object", "executable", "shared object"};
+    return fmt::format("an ELF {} for {}", s.type >= 1 && s.type <= 3 ? types[s.type] : "file",
+                       elf_machine_name(static_cast<ElfMachine>(s.machine)));
+  }
+  if (s.starts("!<arch>\n")) return "a static library";
+  if (s.wasm()) return "WebAssembly";
+  if (s.bitcode()) return "LLVM bitcode";
+  if (s.mach_o()) return "a Mach-O file";
+  if (s.text()) return "text";
+  return fmt::format("{} bytes of no format kiln knows", s.bytes.size());
+}
+
+constexpr unsigned kEmCuda = 190, kEmAmdgpu = 224;
+
+// Whether `s` can be the output of `job`, by its kind (and format).
+bool fits(const Job& job, const Shape& s) {
+  bool host_elf = s.elf && s.machine != kEmCuda && s.machine != kEmAmdgpu;
+  switch (job.kind) {
+    case JobKind::object:
+      return (host_elf && s.type == 1) || s.bitcode() || s.wasm() || s.mach_o();
+    case JobKind::shared:
+      return (host_elf && s.type == 3) || s.wasm() || s.mach_o();
+    case JobKind::executable:
+      return (host_elf && (s.type == 2 || s.type == 3)) || s.wasm() || s.mach_o() || s.starts("#!");
+    case JobKind::static_library:
+      return s.starts("!<arch>\n") || s.starts("!<thin>\n");
+    case JobKind::llvm_ir:
+      return !s.elf && s.text();
+    case JobKind::cuda:
+      switch (job.format) {
+        case cuda::Format::ptx:
+          return !s.elf && s.text();
+        case cuda::Format::cubin:
+          return s.elf && s.machine == kEmCuda;
+        case cuda::Format::fatbin:
+          return s.starts("\x50\xed\x55\xba");
+      }
+      return false;
+    case JobKind::rocm_code_object:
+      return s.elf && s.machine == kEmAmdgpu;
+    case JobKind::wasm:
+      return s.wasm();
+    case JobKind::tar:
+      return (s.bytes.size() >= 262 && s.bytes.substr(257, 5) == "ustar") ||
+             (!s.bytes.empty() && s.bytes.find_first_not_of('\0') == std::string_view::npos);
+  }
+  return false;
+}
+
+// The check of a remote hit for `job` (Cache::with_remote_check): the direct cache's entry is
+// its headers' lines, an empty line, then the output (kiln/direct_cache.h).
+std::function<std::optional<std::string>(std::string_view)> kind_check(const Job& job) {
+  return [&job](std::string_view entry) -> std::optional<std::string> {
+    size_t start = entry.starts_with('\n') ? 1 : entry.find("\n\n");
+    if (start == std::string_view::npos) return std::nullopt;  // not one: DirectCache refuses it
+    if (start != 1) start += 2;
+    Shape shape = shape_of(entry.substr(start));
+    if (fits(job, shape)) return std::nullopt;
+    std::string wanted(kind_name(job.kind));
+    if (job.kind == JobKind::cuda) wanted = std::string(cuda::format_name(job.format));
+    return fmt::format("{}, not what a {} job makes", described(shape), wanted);
+  };
 }
 
 // The build's cache: a cache that cannot be opened is a miss for every job, with `warning` saying
@@ -262,9 +356,11 @@ Attempt BuildRunner::make(std::size_t index, const RunScope::Limits& limits, int
     return {.result = Attempt::Result::skipped, .log = prepared.skip_reason};
   }
   fs::path output = output_of(index);
+  std::optional<Cache> checked;       // what `direct` reads through: remote hits of another kind
   std::optional<DirectCache> direct;  // before the compile: it hashes the sources as they are
   if (cache_.enabled() && prepared.recipe.cacheable) {
-    direct.emplace(cache_, build_key(job, prepared, workspace), files.hashes());
+    checked.emplace(cache_.with_remote_check(kind_check(job)));
+    direct.emplace(*checked, build_key(job, prepared, workspace), files.hashes());
     CacheOrigin origin = CacheOrigin::none;
     if (std::optional<std::string> bytes = direct->get(&origin)) {
       internal::write_file_atomically(output, *bytes, output_mode(job.kind));

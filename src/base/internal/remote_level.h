@@ -64,6 +64,12 @@ class RemoteLevel : public std::enable_shared_from_this<RemoteLevel> {
     hits_.fetch_sub(1);
     misses_.fetch_add(1);
   }
+  // A verified hit the caller found to be another kind of object than it asked for: counted as
+  // rejected (not a hit), warned about once.
+  void rejected_hit(std::string_view what) {
+    hits_.fetch_sub(1);
+    reject(what);
+  }
   // Whether faults made this process stop asking the server.
   bool given_up() const noexcept { return given_up_.load(); }
   // Where faults are remembered across processes: `cache_directory`/remote-faults (the first
