@@ -8,7 +8,9 @@
 // read: a corrupt entry is a miss, and is replaced. Writes go to a temporary file renamed into
 // place, so several processes making the same entry at once all get correct bytes and leave one
 // entry. The directory must be the user's own and not writable by anyone else (kiln creates it
-// 0700), and so must every directory above it (owned by root or the user, not writable by others
+// 0700 and tags it with a CACHEDIR.TAG; an existing directory is never chmod-ed, and one that
+// holds anything but kiln's files and no kiln tag, such as $HOME, is refused untouched), and so
+// must every directory above it (owned by root or the user, not writable by others
 // unless sticky, like /tmp); otherwise opening it is an error, because a shared cache would let
 // others plant code. open() holds the directory open and every later read, write and listing is
 // relative to it, so swapping a directory on its path afterwards changes nothing. Temporary files

@@ -85,7 +85,7 @@ bool is_cache_file_name(std::string_view name) {
                std::all_of(name.begin(), name.end(), [](char c) { return std::isxdigit(c) != 0; });
   return entry || name.starts_with(kTemporaryPrefix) || name.starts_with(".tmp.") ||
          name == "counters" || name == "counters.lock" || name == "identities" ||
-         name == "servers" || name == kCacheTagFile;
+         name == "servers" || name == "remote-faults" || name == kCacheTagFile;
 }
 
 void claim_cache_directory(int dir_fd, const fs::path& dir, bool created) {

@@ -24,7 +24,7 @@ void claim_cache_directory(int dir_fd, const std::filesystem::path& dir, bool cr
 
 // Whether `name` is one kiln gives a file or directory at the top of its cache: an entry (32 hex
 // digits), a temporary file, the counters and their lock, the identities memo, the servers'
-// directory, the tag.
+// directory, the remote level's fault memory, the tag.
 bool is_cache_file_name(std::string_view name);
 
 }  // namespace kiln::internal
