@@ -1125,5 +1125,39 @@ TEST_F(RemoteCacheCliFaults, AnEntryOfAnotherKindIsRejectedNotServed) {
   EXPECT_EQ(again.outputs()["cc00"], output_of["cc00"]);
 }
 
+// --- Children never see the credentials ---
+
+// The compiler (gcc behind a stand-in that records its environment first) gets the cache's URL
+// without the password, and a credentials file instead.
+TEST(RemoteCacheCliChildren, ACompilerNeverSeesTheCachePassword) {
+  if (!which("gcc")) GTEST_SKIP() << "needs gcc on PATH";
+  const std::string password = "child-must-not-see-4411";
+  testing::BuildProject project;
+  fs::path recorded = project.path("cc.env");
+  project.write("recording-cc",
+                fmt::format("#!/bin/sh\nenv > '{}'\nexec gcc \"$@\"\n", recorded.string()), true);
+  json job = testing::c_job("a", "int a(void) { return 1; }");
+  job["cc"] = project.path("recording-cc").string();
+  project.manifest({{"jobs", {job}}});
+  int port = testing::unused_loopback_port();
+  RunResult r = project.build(
+      {}, {{"KILN_REMOTE_CACHE", fmt::format("redis://:{}@127.0.0.1:{}", password, port)},
+           {"KILN_REMOTE_CACHE_CREDENTIALS", std::nullopt}});
+  ASSERT_EQ(r.exit_code, 0) << r.output << r.error_output;
+  std::string env = read_file(recorded);
+  ASSERT_FALSE(env.empty()) << "the compiler stand-in did not run";
+  EXPECT_EQ(env.find(password), std::string::npos) << env;
+  EXPECT_NE(env.find(fmt::format("KILN_REMOTE_CACHE=redis://127.0.0.1:{}", port)),
+            std::string::npos)
+      << env;
+  std::smatch file;
+  ASSERT_TRUE(std::regex_search(env, file, std::regex("KILN_REMOTE_CACHE_CREDENTIALS=(\\S+)")))
+      << env;
+  EXPECT_EQ(read_file(file.str(1)), password + "\n");
+  struct stat st {};
+  ASSERT_EQ(::stat(file.str(1).c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+}
+
 }  // namespace
 }  // namespace kiln

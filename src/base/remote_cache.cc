@@ -125,6 +125,47 @@ std::optional<RemoteCacheOptions> RemoteCacheOptions::from_environment() {
 
 namespace internal {
 
+std::map<std::string, std::optional<std::string>> child_remote_cache_environment() {
+  static std::mutex mutex;
+  static std::string known_url;
+  static std::map<std::string, std::optional<std::string>> known;
+  std::optional<std::string> url = env("KILN_REMOTE_CACHE");
+  if (!url) return {};
+  std::lock_guard lock(mutex);
+  if (*url == known_url) return known;
+  known_url = *url;
+  known.clear();
+  size_t start = url->find("://");
+  if (start == std::string::npos) return known;
+  start += 3;
+  size_t end = std::min(url->find('/', start), url->size());
+  size_t at = url->rfind('@', end == 0 ? 0 : end - 1);
+  if (at == std::string::npos || at < start) return known;  // no user info
+  known["KILN_REMOTE_CACHE"] = url->substr(0, start) + url->substr(at + 1);
+  std::string line;
+  try {
+    RemoteStoreOptions parsed = RemoteStoreOptions::parse(*url);
+    line = parsed.token                     ? *parsed.token
+           : parsed.user && parsed.password ? *parsed.user + ":" + *parsed.password
+           : parsed.password                ? *parsed.password
+                                            : parsed.user.value_or("");
+    Cache cache = Cache::open({.enabled = true, .remote = RemoteCacheOptions{}});
+    std::filesystem::path dir = cache.directory() / "remote-credentials";
+    if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) return known;
+    UniqueFd fd(retry_eintr(
+        [&] { return ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC); }));
+    struct stat st {};
+    if (!fd || ::fstat(fd.get(), &st) != 0 || st.st_uid != ::geteuid() || (st.st_mode & 077) != 0) {
+      return known;
+    }
+    std::string name = sha256_hex(*url);
+    write_file_atomically_at(fd.get(), name, line + "\n", 0600, dir / name);
+    known["KILN_REMOTE_CACHE_CREDENTIALS"] = (dir / name).string();
+  } catch (const Error&) {  // NOLINT(bugprone-empty-catch): the child gets the URL without them
+  }
+  return known;
+}
+
 std::string remote_action_name(std::string_view key) {
   Sha256 hash;
   hash.update(kActionMagic);

@@ -26,6 +26,7 @@
 
 #include <atomic>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -115,6 +116,13 @@ class RemoteLevel : public std::enable_shared_from_this<RemoteLevel> {
 // What the store of `options` is opened with: its URL and files read, connecting limited to a
 // third of an operation's limit (at most 1 s). Throws as RemoteStoreOptions::parse.
 RemoteStoreOptions store_options(const RemoteCacheOptions& options);
+
+// What a child process gets instead of the inherited $KILN_REMOTE_CACHE when that URL holds
+// credentials (internal/spawn.h's make_environment applies it): the URL without its user info,
+// and $KILN_REMOTE_CACHE_CREDENTIALS naming a file (0600, in <cache dir>/remote-credentials,
+// 0700) that holds them, so that a compiler's environment never shows the password while a kiln
+// child (a pool worker) still reaches the server. Empty when the URL has none (or is unset).
+std::map<std::string, std::optional<std::string>> child_remote_cache_environment();
 
 // The action entry's name for `key`, and the text of an action entry naming content by its
 // SHA-256 (hex) and size.

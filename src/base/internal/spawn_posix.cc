@@ -17,6 +17,7 @@
 #include <fmt/format.h>
 
 #include "internal/path_list.h"
+#include "internal/remote_level.h"
 #include "internal/spawn.h"
 #include "kiln/error.h"
 
@@ -351,6 +352,12 @@ std::vector<std::string> make_environment(
       size_t eq = entry.find('=');
       if (eq == std::string_view::npos) continue;
       vars.emplace(std::string(entry.substr(0, eq)), std::string(entry.substr(eq + 1)));
+    }
+  }
+  if (!replace && vars.count("KILN_REMOTE_CACHE") != 0) {
+    // The parent's credentials never reach a child's environment (internal/remote_level.h).
+    for (const auto& [name, value] : child_remote_cache_environment()) {
+      if (value) vars[name] = *value;
     }
   }
   for (const auto& [name, value] : overlay) {
