@@ -168,7 +168,13 @@ bool fits(const Job& job, const Shape& s) {
     case JobKind::wasm:
       return s.wasm();
     case JobKind::tar:
-      return (s.bytes.size() >= 262 && s.bytes.substr(257, 5) == "ustar") ||
+      // Compressed (gzip, xz, zstd, bzip2) or not.
+      return s.starts("\x1f\x8b") ||
+             s.starts(
+                 "\xfd"
+                 "7zXZ") ||
+             s.starts("\x28\xb5\x2f\xfd") || s.starts("BZh") ||
+             (s.bytes.size() >= 262 && s.bytes.substr(257, 5) == "ustar") ||
              (!s.bytes.empty() && s.bytes.find_first_not_of('\0') == std::string_view::npos);
   }
   return false;
