@@ -175,8 +175,7 @@ bool prepare_template(const std::vector<std::string>& command,
 // at once, and the worker is forked from that one while its successor prepares the rest (a slow
 // import learned from another task does not hold up this one).
 bool wait_for_template(const std::vector<std::string>& command, std::chrono::milliseconds limit,
-                       bool only_if_preparing = false,
-                       const std::vector<std::string>& needed = {});
+                       bool only_if_preparing = false, const std::vector<std::string>& needed = {});
 // What this process's templates did: workers forked, plain starts because none could fork (and
 // the last reason why), templates started and lost.
 struct TemplateStats {
