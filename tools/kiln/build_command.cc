@@ -154,15 +154,14 @@ int run_build_command(const BuildArgs& args) {
     return kExitOk;
   }
 
-  Interrupts interrupts;
-  options.cancel_fd = interrupts.fd();
-  interrupts.when_overdue(kInterruptLimit, [out_dir = fs::absolute(args.out)] {
+  Interrupts interrupts(kInterruptLimit, [out_dir = fs::absolute(args.out)] {
     remove_own_temporaries(out_dir);
     (void)std::fputs(
         "kiln: interrupted; a job did not stop in time and was abandoned, running jobs were "
         "killed and no partial output was kept\n",
         stderr);
   });
+  options.cancel_fd = interrupts.fd();
   // A report written to stdout must be all that is there, so that it can be piped.
   bool report_to_stdout = args.json == "-" || args.trace == "-";
   FILE* out = report_to_stdout ? stderr : stdout;

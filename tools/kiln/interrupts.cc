@@ -7,12 +7,14 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <utility>
 
 #include "kiln/error.h"
 
 namespace kiln::cli {
 
-Interrupts::Interrupts() {
+Interrupts::Interrupts(std::chrono::milliseconds overdue_limit, std::function<void()> last_words)
+    : overdue_limit_(overdue_limit), last_words_(std::move(last_words)) {
   sigemptyset(&set_);
   sigaddset(&set_, SIGINT);
   sigaddset(&set_, SIGTERM);

@@ -21,8 +21,13 @@ namespace kiln::cli {
 class Interrupts {
  public:
   // Blocks the signals in this thread and starts the watcher; throws SystemError when a pipe or
-  // the signalfd cannot be had.
-  Interrupts();
+  // the signalfd cannot be had. The last resort: when the process still runs `overdue_limit`
+  // after a signal (a thread that cannot be interrupted holds the build up), the watcher calls
+  // `last_words` (remove what must not be left, say why) and ends the process with _exit(128 +
+  // the signal); the child guard kills what it had started. Without `last_words`, none. Both are
+  // given here, before the watcher starts, so that it reads them with no race.
+  explicit Interrupts(std::chrono::milliseconds overdue_limit = {},
+                      std::function<void()> last_words = {});
   // Stops the watcher and restores the signal mask.
   ~Interrupts();
   Interrupts(const Interrupts&) = delete;
@@ -32,14 +37,6 @@ class Interrupts {
   int fd() const { return cancel_[0]; }
   // The last signal that came; 0 for none.
   int received() const { return received_.load(); }
-  // The last resort, set before the build starts: when the process still runs `limit` after a
-  // signal (a thread that cannot be interrupted holds the build up), the watcher calls
-  // `last_words` (remove what must not be left, say why) and ends the process with _exit(128 +
-  // the signal); the child guard kills what it had started.
-  void when_overdue(std::chrono::milliseconds limit, std::function<void()> last_words) {
-    overdue_limit_ = limit;
-    last_words_ = std::move(last_words);
-  }
 
  private:
   void watch();
@@ -52,8 +49,8 @@ class Interrupts {
   int stop_[2] = {-1, -1};
   int signals_ = -1;
   std::atomic<int> received_{0};
-  std::chrono::milliseconds overdue_limit_{0};
-  std::function<void()> last_words_;
+  const std::chrono::milliseconds overdue_limit_;
+  const std::function<void()> last_words_;
   std::thread watcher_;
 };
 
