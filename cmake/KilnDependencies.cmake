@@ -27,14 +27,8 @@ if(NOT KILN_HAVE_XXHASH_H)
   list(APPEND _kiln_missing_debian libxxhash-dev)
 endif()
 
-# The remote cache's clients: hiredis linked statically into kiln (Debian's libhiredis.a is
-# position-independent), libcurl loaded at run time, so only its header is needed here.
-find_path(KILN_HIREDIS_INCLUDE_DIR hiredis/hiredis.h)
-find_library(KILN_HIREDIS_LIBRARY NAMES libhiredis.a)
-if(NOT KILN_HIREDIS_INCLUDE_DIR OR NOT KILN_HIREDIS_LIBRARY)
-  list(APPEND _kiln_missing "hiredis's header hiredis/hiredis.h and static libhiredis.a (Debian: libhiredis-dev)")
-  list(APPEND _kiln_missing_debian libhiredis-dev)
-endif()
+# The remote cache's clients: Redis is spoken by kiln itself (src/base/remote_store_redis.cc);
+# libcurl is loaded at run time, so only its header is needed here.
 find_path(KILN_CURL_INCLUDE_DIR curl/curl.h)
 if(NOT KILN_CURL_INCLUDE_DIR)
   list(APPEND _kiln_missing "libcurl's header curl/curl.h (Debian: libcurl4-openssl-dev)")

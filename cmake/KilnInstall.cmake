@@ -24,7 +24,7 @@ if(BUILD_SHARED_LIBS)
   set(KILN_PC_REQUIRES "")
   set(KILN_PC_REQUIRES_PRIVATE "fmt libarchive")
 else()
-  set(KILN_PC_REQUIRES "fmt libarchive hiredis")
+  set(KILN_PC_REQUIRES "fmt libarchive")
   set(KILN_PC_REQUIRES_PRIVATE "")
 endif()
 # The .pc file finds the prefix relative to itself, so a staged or moved install works too.

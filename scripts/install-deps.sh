@@ -118,7 +118,7 @@ install_wheel_root() {
 packages=(
   build-essential cmake ninja-build pkg-config git
   libfmt-dev libcli11-dev nlohmann-json3-dev libarchive-dev libxxhash-dev
-  libhiredis-dev libcurl4-openssl-dev  # the remote cache's clients (loaded when one is set)
+  libcurl4-openssl-dev         # the HTTP remote cache's client (loaded when one is set)
   clang lld                    # the bundled examples: LLVM IR
   rocm-device-libs clang-15 lld-15 llvm-15
   gcc-aarch64-linux-gnu libc6-dev-arm64-cross  # the cross libc (crti.o), not a Recommends only

@@ -7,7 +7,7 @@ Debian packages to install, every one at once, and makes nothing.
    its stub and py.typed, the bundled examples), none of the tests, benchmarks or fuzz targets.
 2. Unpacked, it configures as `pip install` of it would (scikit-build-core's defines).
 3. In a private mount namespace where the development files of libfmt-dev, libcli11-dev,
-   nlohmann-json3-dev, libarchive-dev, libxxhash-dev, libhiredis-dev and libcurl4-openssl-dev are
+   nlohmann-json3-dev, libarchive-dev, libxxhash-dev and libcurl4-openssl-dev are
    hidden (their directories covered by
    empty ones, /usr/include replaced by a hard-linked copy without their headers),
    `pip wheel --no-build-isolation` of the sdist fails, names each package and the apt-get line,
@@ -23,7 +23,7 @@ import sys
 import tarfile
 
 PACKAGES = ["libfmt-dev", "libcli11-dev", "nlohmann-json3-dev", "libarchive-dev", "libxxhash-dev",
-            "libhiredis-dev", "libcurl4-openssl-dev"]
+            "libcurl4-openssl-dev"]
 REQUIRED = ["pyproject.toml", "CMakeLists.txt", "cmake/KilnDependencies.cmake",
             "cmake/KilnPortable.cmake", "src/CMakeLists.txt", "src/base/cache.cc",
             "include/kiln/cache.h", "tools/kiln/main.cc", "python/CMakeLists.txt",

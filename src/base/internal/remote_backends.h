@@ -105,8 +105,8 @@ std::string over_limit(std::uint64_t size, std::uint64_t limit, std::string_view
 
 // While it lives, SIGPIPE raised by this thread's writes to a socket whose peer went away is
 // blocked, and is consumed before the guard unblocks it, so the host's disposition (by default:
-// die) never sees it; the write fails with EPIPE instead. hiredis writes with write(2), which
-// raises it; libcurl and the TLS library might.
+// die) never sees it; the write fails with EPIPE instead. The Redis client sends with
+// MSG_NOSIGNAL; libcurl and the TLS library might raise it.
 class SigpipeBlocked {
  public:
   SigpipeBlocked();
