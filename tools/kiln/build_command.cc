@@ -121,6 +121,31 @@ std::optional<LauncherKind> launcher_of(const std::string& name) {
   return known_launcher_kind(name);
 }
 
+// --dry-run: what would run, one line a job.
+void print_plan(const std::vector<build::PlannedJob>& plan) {
+  for (size_t i = 0; i < plan.size(); ++i) {
+    const build::PlannedJob& p = plan[i];
+    std::string note = !p.skip_reason.empty() ? " (would be skipped: " + p.skip_reason + ")"
+                       : p.cached             ? " (cached)"
+                       : !p.route.empty()     ? " (" + p.route + ")"
+                                              : "";
+    std::cout << fmt::format("[{}/{}] {} {} -> {}{}\n", i + 1, plan.size(),
+                             build::kind_name(p.job->kind), printable(p.job->name),
+                             printable(p.output.string()), printable(note));
+  }
+}
+
+// An interrupted build's end: 128 + the signal (SIGINT when none was read). Not through exit():
+// a thread may still be inside a remote operation it abandoned (internal/remote_level.h), and
+// static destructors must not pull its libraries away.
+[[noreturn]] void end_interrupted(int signal) {
+  std::cerr << "kiln: interrupted; running jobs were killed and no partial output was kept\n";
+  std::cout.flush();
+  std::cerr.flush();
+  (void)std::fflush(nullptr);
+  std::_Exit(128 + (signal != 0 ? signal : SIGINT));
+}
+
 int run_build_command(const BuildArgs& args) {
   configure_remote_cache(args);
   fs::path file = manifest_path(args.manifest);
@@ -140,17 +165,7 @@ int run_build_command(const BuildArgs& args) {
                          .use_cache = !args.no_cache};
 
   if (args.dry_run) {
-    std::vector<build::PlannedJob> plan = build::plan_build(manifest, options);
-    for (size_t i = 0; i < plan.size(); ++i) {
-      const build::PlannedJob& p = plan[i];
-      std::string note = !p.skip_reason.empty() ? " (would be skipped: " + p.skip_reason + ")"
-                         : p.cached             ? " (cached)"
-                         : !p.route.empty()     ? " (" + p.route + ")"
-                                                : "";
-      std::cout << fmt::format("[{}/{}] {} {} -> {}{}\n", i + 1, plan.size(),
-                               build::kind_name(p.job->kind), printable(p.job->name),
-                               printable(p.output.string()), printable(note));
-    }
+    print_plan(build::plan_build(manifest, options));
     return kExitOk;
   }
 
@@ -171,15 +186,7 @@ int run_build_command(const BuildArgs& args) {
   progress.stop();
   if (!report.cache_warning.empty()) std::cerr << "kiln: warning: " << report.cache_warning << "\n";
   (report_to_stdout ? std::cerr : std::cout) << build::summary_text(report) << std::flush;
-  if (report.summary.interrupted) {
-    std::cerr << "kiln: interrupted; running jobs were killed and no partial output was kept\n";
-    // Not through exit(): a thread may still be inside a remote operation it abandoned
-    // (internal/remote_level.h), and static destructors must not pull its libraries away.
-    std::cout.flush();
-    std::cerr.flush();
-    (void)std::fflush(nullptr);
-    std::_Exit(128 + (interrupts.received() != 0 ? interrupts.received() : SIGINT));
-  }
+  if (report.summary.interrupted) end_interrupted(interrupts.received());
   if (!args.json.empty()) build::write_report_file(args.json, build::report_json(report));
   if (!args.trace.empty()) build::write_report_file(args.trace, build::trace_json(report));
   return report.summary.ok() ? kExitOk : kExitFailed;
