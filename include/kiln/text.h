@@ -40,6 +40,9 @@ std::string printable_lines(std::string_view text);
 // U+FFFD instead of throwing, so a report can always be written.
 std::string json_text(const nlohmann::json& value, int indent = -1);
 
+// `text` without the spaces, tabs, carriage returns and newlines at its ends.
+std::string_view trimmed(std::string_view text);
+
 // The last `count` non-empty lines of `text` that hold one of `needles` (all of them when
 // `needles` is empty), joined with newlines: the lines of a tool's log that say why.
 std::string last_lines(std::string_view text, const std::vector<std::string_view>& needles,

@@ -118,4 +118,11 @@ std::string last_lines(std::string_view text, const std::vector<std::string_view
   return joined;
 }
 
+std::string_view trimmed(std::string_view text) {
+  constexpr std::string_view kBlank = " \t\r\n";
+  size_t first = text.find_first_not_of(kBlank);
+  if (first == std::string_view::npos) return {};
+  return text.substr(first, text.find_last_not_of(kBlank) - first + 1);
+}
+
 }  // namespace kiln
