@@ -1,0 +1,252 @@
+#include "kiln/settings.h"
+
+#include <sys/stat.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <set>
+
+#include <gtest/gtest.h>
+
+#include "internal/settings_file.h"
+#include "kiln/error.h"
+#include "kiln/temp_directory.h"
+
+namespace kiln {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Sets (or, with nullptr, unsets) a variable for one test and puts the old value back.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old;
+    value ? ::setenv(name, value, 1) : ::unsetenv(name);
+  }
+  ~ScopedEnv() { old_ ? ::setenv(name_, old_->c_str(), 1) : ::unsetenv(name_); }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  const char* name_;
+  std::optional<std::string> old_;
+};
+
+class Settings : public ::testing::Test {
+ protected:
+  void TearDown() override { internal::forget_flag_settings(); }
+};
+
+TEST_F(Settings, EveryRowIsAKilnVariableOnceWithAMeaning) {
+  std::set<std::string_view> names;
+  for (const settings::Setting& setting : settings::table()) {
+    SCOPED_TRACE(setting.name);
+    EXPECT_TRUE(setting.name.starts_with("KILN_"));
+    EXPECT_TRUE(names.insert(setting.name).second) << "listed twice";
+    EXPECT_FALSE(setting.meaning.empty());
+    EXPECT_FALSE(setting.reader.empty());
+    EXPECT_FALSE(setting.default_value.empty() && setting.default_text.empty())
+        << "no default, in value or words";
+    if (!setting.default_value.empty()) {
+      EXPECT_EQ(settings::invalid(setting.name, setting.default_value), "")
+          << "the default is not a value the setting takes";
+    }
+  }
+  EXPECT_THROW(settings::find("KILN_NO_SUCH_THING"), InvalidArgument);
+}
+
+// The one flag rule: empty is unset, 0/false/no/off (any case) are off, anything else on.
+TEST_F(Settings, FlagRule) {
+  {
+    ScopedEnv unset("KILN_NO_CACHE", nullptr);
+    EXPECT_FALSE(settings::flag("KILN_NO_CACHE"));
+  }
+  {
+    ScopedEnv empty("KILN_NO_CACHE", "");
+    EXPECT_FALSE(settings::flag("KILN_NO_CACHE")) << "an empty KILN_NO_CACHE= leaves the cache on";
+    EXPECT_EQ(settings::value("KILN_NO_CACHE").origin, settings::Origin::default_value);
+  }
+  for (const char* off : {"0", "false", "FALSE", "no", "Off"}) {
+    ScopedEnv set("KILN_NO_CACHE", off);
+    EXPECT_FALSE(settings::flag("KILN_NO_CACHE")) << off;
+  }
+  for (const char* on : {"1", "true", "Yes", "ON"}) {
+    ScopedEnv set("KILN_NO_CACHE", on);
+    EXPECT_TRUE(settings::flag("KILN_NO_CACHE")) << on;
+  }
+  ScopedEnv odd("KILN_SERVER_DEBUG", "maybe");
+  testing::internal::CaptureStderr();
+  EXPECT_TRUE(settings::flag("KILN_SERVER_DEBUG"));
+  EXPECT_TRUE(settings::flag("KILN_SERVER_DEBUG"));
+  std::string warned = testing::internal::GetCapturedStderr();
+  EXPECT_NE(warned.find("KILN_SERVER_DEBUG='maybe' is not 1/true/yes/on or 0/false/no/off"),
+            std::string::npos)
+      << warned;
+  EXPECT_EQ(warned.find("KILN_SERVER_DEBUG", warned.find('\n')), std::string::npos)
+      << "warned twice: " << warned;
+  ScopedEnv pool("KILN_POOL_TEMPLATE", nullptr);
+  EXPECT_TRUE(settings::flag("KILN_POOL_TEMPLATE")) << "its default is on";
+}
+
+TEST_F(Settings, SecondsTakeTheTableDefaultAndRefuseOrWarnPerRow) {
+  {
+    ScopedEnv unset("KILN_REMOTE_CACHE_TIMEOUT", nullptr);
+    EXPECT_EQ(settings::seconds("KILN_REMOTE_CACHE_TIMEOUT"), std::chrono::milliseconds(2000));
+  }
+  {
+    ScopedEnv empty("KILN_REMOTE_CACHE_TIMEOUT", "");
+    EXPECT_EQ(settings::seconds("KILN_REMOTE_CACHE_TIMEOUT"), std::chrono::milliseconds(2000));
+  }
+  {
+    ScopedEnv valid("KILN_REMOTE_CACHE_TIMEOUT", "0.25");
+    EXPECT_EQ(settings::seconds("KILN_REMOTE_CACHE_TIMEOUT"), std::chrono::milliseconds(250));
+  }
+  for (const char* bad : {"0", "-1", "601", "2s", "nan", "inf"}) {
+    ScopedEnv invalid("KILN_REMOTE_CACHE_TIMEOUT", bad);
+    try {
+      settings::seconds("KILN_REMOTE_CACHE_TIMEOUT");
+      ADD_FAILURE() << bad << " was taken";
+    } catch (const InvalidArgument& e) {
+      EXPECT_EQ(std::string(e.what()), std::string("KILN_REMOTE_CACHE_TIMEOUT must be a number of "
+                                                   "seconds in (0, 600], not '") +
+                                           bad + "'");
+    }
+  }
+  {
+    ScopedEnv zero("KILN_REMOTE_CACHE_FAULT_MEMORY", "0");
+    EXPECT_EQ(settings::seconds("KILN_REMOTE_CACHE_FAULT_MEMORY"), std::chrono::milliseconds(0));
+  }
+  // A setting whose wrong value is a warning: the default, and one line that names it.
+  ScopedEnv idle("KILN_SERVER_IDLE", "soon");
+  testing::internal::CaptureStderr();
+  EXPECT_EQ(settings::seconds("KILN_SERVER_IDLE"), std::chrono::seconds(600));
+  std::string warned = testing::internal::GetCapturedStderr();
+  EXPECT_NE(warned.find("KILN_SERVER_IDLE must be a number of seconds in (0, 86400], not 'soon'; "
+                        "using the default, 600"),
+            std::string::npos)
+      << warned;
+}
+
+TEST_F(Settings, BytesAndChoices) {
+  {
+    ScopedEnv unset("KILN_NVRTC_SPLIT", nullptr);
+    EXPECT_EQ(settings::bytes("KILN_NVRTC_SPLIT"), 65536U);
+  }
+  {
+    ScopedEnv never("KILN_NVRTC_SPLIT", "0");
+    EXPECT_EQ(settings::bytes("KILN_NVRTC_SPLIT"), 0U);
+  }
+  {
+    ScopedEnv half("KILN_NVRTC_SPLIT", "1.5");
+    testing::internal::CaptureStderr();
+    EXPECT_EQ(settings::bytes("KILN_NVRTC_SPLIT"), 65536U) << "not a whole number";
+    EXPECT_NE(testing::internal::GetCapturedStderr().find("KILN_NVRTC_SPLIT must be a whole "
+                                                          "number of bytes"),
+              std::string::npos);
+  }
+  {
+    ScopedEnv unset("KILN_REMOTE_CACHE_MODE", nullptr);
+    EXPECT_EQ(settings::text("KILN_REMOTE_CACHE_MODE"), "read-only");
+  }
+  {
+    ScopedEnv rw("KILN_REMOTE_CACHE_MODE", "read-write");
+    EXPECT_EQ(settings::text("KILN_REMOTE_CACHE_MODE"), "read-write");
+  }
+  ScopedEnv bad("KILN_REMOTE_CACHE_MODE", "rw");
+  try {
+    settings::text("KILN_REMOTE_CACHE_MODE");
+    ADD_FAILURE() << "rw was taken";
+  } catch (const InvalidArgument& e) {
+    EXPECT_STREQ(e.what(), "KILN_REMOTE_CACHE_MODE must be read-only or read-write, not 'rw'");
+  }
+  EXPECT_THROW(settings::seconds("KILN_NO_CACHE"), InvalidArgument) << "a flag read as seconds";
+}
+
+TEST_F(Settings, AFlagOfTheCommandLineComesFirstAndReachesChildren) {
+  ScopedEnv env("KILN_REMOTE_CACHE_MODE", "read-only");
+  EXPECT_EQ(settings::value("KILN_REMOTE_CACHE_MODE").origin, settings::Origin::env);
+  try {
+    settings::set_by_flag("KILN_REMOTE_CACHE_MODE", "both", "--remote-cache-mode");
+    ADD_FAILURE() << "both was taken";
+  } catch (const InvalidArgument& e) {
+    EXPECT_STREQ(e.what(),
+                 "--remote-cache-mode: KILN_REMOTE_CACHE_MODE must be read-only or read-write, "
+                 "not 'both'");
+  }
+  EXPECT_EQ(settings::child_environment(), (std::map<std::string, std::string>{}));
+  settings::set_by_flag("KILN_REMOTE_CACHE_MODE", "read-write", "--remote-cache-mode");
+  settings::Value value = settings::value("KILN_REMOTE_CACHE_MODE");
+  EXPECT_EQ(value.origin, settings::Origin::flag);
+  EXPECT_EQ(value.where, "--remote-cache-mode");
+  EXPECT_EQ(settings::text("KILN_REMOTE_CACHE_MODE"), "read-write");
+  EXPECT_EQ(settings::child_environment(),
+            (std::map<std::string, std::string>{{"KILN_REMOTE_CACHE_MODE", "read-write"}}));
+  EXPECT_STREQ(std::getenv("KILN_REMOTE_CACHE_MODE"), "read-only")
+      << "a flag never changes this process's environment";
+}
+
+class SettingsFile : public ::testing::Test {
+ protected:
+  fs::path write(const std::string& text, mode_t mode = 0600) {
+    fs::path path = dir_.path() / "kiln.conf";
+    std::ofstream(path) << text;
+    ::chmod(path.c_str(), mode);
+    return path;
+  }
+  TempDirectory dir_;
+};
+
+TEST_F(SettingsFile, NameValueLinesCommentsAndTheirProblems) {
+  fs::path path = write(
+      "# kiln's settings\n"
+      "  KILN_SERVER_IDLE = 30  \n"
+      "\n"
+      "KILN_NVRTC_SPLIT=0\n"
+      "KILN_NVRTC_SPLIT=4096\n"
+      "KILN_BOGUS=1\n"
+      "KILN_TVM=1\n"
+      "no equals sign\n"
+      "KILN_NO_SERVER=\n");
+  internal::SettingsFile file = internal::read_settings_file(path.string());
+  ASSERT_EQ(file.values.size(), 2U);
+  EXPECT_EQ(file.values["KILN_SERVER_IDLE"].text, "30");
+  EXPECT_EQ(file.values["KILN_SERVER_IDLE"].where, path.string() + ":2");
+  EXPECT_EQ(file.values["KILN_NVRTC_SPLIT"].text, "4096") << "a later line wins";
+  ASSERT_EQ(file.problems.size(), 3U);
+  EXPECT_EQ(file.problems[0], path.string() + ":6: KILN_BOGUS is not a kiln setting");
+  EXPECT_EQ(file.problems[1], path.string() + ":7: KILN_TVM is read only from the environment");
+  EXPECT_EQ(file.problems[2], path.string() + ":8: not NAME=value: 'no equals sign'");
+}
+
+TEST_F(SettingsFile, MissingIsEmptyAndOthersFileIsIgnored) {
+  internal::SettingsFile missing = internal::read_settings_file((dir_.path() / "none").string());
+  EXPECT_TRUE(missing.values.empty());
+  EXPECT_TRUE(missing.problems.empty());
+  fs::path path = write("KILN_SERVER_IDLE=30\n", 0666);
+  internal::SettingsFile open = internal::read_settings_file(path.string());
+  EXPECT_TRUE(open.values.empty());
+  ASSERT_EQ(open.problems.size(), 1U);
+  EXPECT_EQ(open.problems[0],
+            "settings file " + path.string() + ": writable by others: ignored");
+  internal::SettingsFile dir = internal::read_settings_file(dir_.path().string());
+  ASSERT_EQ(dir.problems.size(), 1U);
+  EXPECT_NE(dir.problems[0].find("not a regular file"), std::string::npos);
+}
+
+TEST_F(SettingsFile, ItsPlaceFollowsKilnConfigThenXdgThenHome) {
+  ScopedEnv config("KILN_CONFIG", nullptr);
+  ScopedEnv xdg("XDG_CONFIG_HOME", "/x");
+  EXPECT_EQ(settings::file_path(), "/x/kiln/kiln.conf");
+  {
+    ScopedEnv no_xdg("XDG_CONFIG_HOME", nullptr);
+    ScopedEnv home("HOME", "/h");
+    EXPECT_EQ(settings::file_path(), "/h/.config/kiln/kiln.conf");
+  }
+  ScopedEnv named("KILN_CONFIG", "/etc/kiln.conf");
+  EXPECT_EQ(settings::file_path(), "/etc/kiln.conf");
+}
+
+}  // namespace
+}  // namespace kiln
