@@ -1,5 +1,7 @@
 # Run by ctest: stage an install of kiln, then build and run examples/consumer against it twice,
-# once through find_package(kiln) and once through `pkg-config kiln`.
+# once through find_package(kiln) and once through `pkg-config kiln`; and compile every installed
+# header with only the staged prefix's include directory, so that a public header that needs one
+# of src/'s (never installed) fails here.
 
 function(step)
   execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
@@ -50,3 +52,17 @@ if(NOT STEP_OUTPUT MATCHES "^consumer ok\n")
   message(FATAL_ERROR "unexpected output from the pkg-config consumer:\n${STEP_OUTPUT}")
 endif()
 message(STATUS "pkg-config kiln: ok")
+
+# 3. Every installed header, with nothing of the source tree on the include path.
+file(GLOB installed_headers RELATIVE ${stage}/include ${stage}/include/kiln/*.h)
+if(NOT installed_headers)
+  message(FATAL_ERROR "no headers were installed under ${stage}/include/kiln")
+endif()
+set(all_headers "")
+foreach(header IN LISTS installed_headers)
+  string(APPEND all_headers "#include <${header}>\n")
+endforeach()
+file(WRITE ${WORK_DIR}/all_headers.cc "${all_headers}")
+step(${CXX} -std=c++20 -fsyntax-only ${san_flags} -I${stage}/include ${WORK_DIR}/all_headers.cc)
+list(LENGTH installed_headers count)
+message(STATUS "the ${count} installed headers compile with the staged prefix alone: ok")

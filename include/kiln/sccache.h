@@ -21,15 +21,8 @@
 #include <string_view>
 #include <vector>
 
-#include "kiln/file_lock.h"
 #include "kiln/launcher.h"
 #include "kiln/process.h"
-#include "kiln/temp_directory.h"
-
-namespace kiln::internal {
-class Child;
-struct SccacheDirectory;
-}  // namespace kiln::internal
 
 namespace kiln::sccache {
 
@@ -99,20 +92,18 @@ class Server {
   // What the server printed, after its debug log when there is one.
   std::string log() const;
   // A scratch directory of its own (removed with it).
-  std::filesystem::path scratch() const { return dir_ / "scratch"; }
+  std::filesystem::path scratch() const;
 
  private:
-  Server(std::filesystem::path sccache, Options options, internal::SccacheDirectory dir);
+  // Its directory and the lock that tells a later kiln the directory is in use, its socket, and
+  // the server's process once started (src/toolchains/sccache.cc).
+  struct State;
+
   RunResult query(std::vector<std::string> args);
 
   std::filesystem::path sccache_;
   Options options_;
-  // Its socket (a short path: a socket path has ~100 bytes), logs, scratch; and the lock that
-  // tells a later kiln this directory is in use (src/toolchains/sccache_dir.h).
-  FileLock owner_;
-  TempDirectory dir_;
-  std::filesystem::path socket_;
-  std::unique_ptr<internal::Child> process_;
+  std::unique_ptr<State> state_;
 };
 
 }  // namespace kiln::sccache

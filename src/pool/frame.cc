@@ -13,6 +13,7 @@
 #include "cbor.h"
 #include "internal/fd.h"
 #include "kiln/error.h"
+#include "outbox.h"
 
 namespace kiln::internal {
 namespace {

@@ -8,6 +8,7 @@
 
 #include "internal/fd.h"
 #include "kiln/error.h"
+#include "outbox.h"
 
 namespace kiln::internal {
 namespace {

@@ -21,10 +21,10 @@
 #include <fmt/format.h>
 
 #include "begin_board.h"
-#include "frame.h"
 #include "internal/fd.h"
 #include "kiln/error.h"
 #include "kiln/pool.h"
+#include "outbox.h"
 #include "protocol.h"
 #include "tool_failure_codec.h"
 

@@ -22,10 +22,10 @@
 #include <vector>
 
 #include "begin_board.h"
-#include "frame.h"
 #include "internal/fd.h"
 #include "internal/spawn.h"
 #include "kiln/pool.h"
+#include "outbox.h"
 #include "outcome.h"
 
 namespace kiln::internal {

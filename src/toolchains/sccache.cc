@@ -112,42 +112,50 @@ std::string DistStatus::problem() const {
   return "sccache --dist-status: unexpected output: " + message;
 }
 
-Server::Server(fs::path sccache, Options options)
-    : Server(std::move(sccache), std::move(options), internal::make_sccache_directory()) {}
+// Members in this order: the process ends before its directory goes, and the directory goes
+// before the lock on its owner file is released (sccache_dir.h).
+struct Server::State {
+  // Its socket (a short path: a socket path has ~100 bytes), logs, scratch.
+  internal::SccacheDirectory directory;
+  fs::path socket = directory.dir / internal::kSccacheSocketName;
+  std::unique_ptr<internal::Child> process{};
 
-Server::Server(fs::path sccache, Options options, internal::SccacheDirectory dir)
+  const fs::path& dir() const { return directory.dir.path(); }
+};
+
+Server::Server(fs::path sccache, Options options)
     : sccache_(std::move(sccache)),
       options_(std::move(options)),
-      owner_(std::move(dir.owner)),
-      dir_(std::move(dir.dir)),
-      socket_(dir_ / internal::kSccacheSocketName) {
+      state_(std::make_unique<State>(State{.directory = internal::make_sccache_directory()})) {
   fs::create_directory(scratch());
 }
 
 Server::~Server() {
-  if (!process_) return;
+  if (!state_->process) return;
   if (running()) (void)command({"--stop-server"}, kStopLimit);
-  process_->terminate_group(500ms);
+  state_->process->terminate_group(500ms);
 }
+
+fs::path Server::scratch() const { return state_->dir() / "scratch"; }
 
 std::string Server::start() {
   static std::once_flag reaped;  // once a process: what killed kilns left
   std::call_once(reaped, internal::reap_sccache_directories);
-  internal::UniqueFd out(
-      ::open((dir_ / "server.out").c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
-  if (!out) throw SystemError("open '" + (dir_ / "server.out").string() + "'", errno);
+  internal::UniqueFd out(::open((state_->dir() / "server.out").c_str(),
+                                O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
+  if (!out) throw SystemError("open '" + (state_->dir() / "server.out").string() + "'", errno);
   Launcher::Environment env = options_.env;
   // `sccache` with SCCACHE_START_SERVER=1 is the server itself, in the foreground: kiln's own
   // child, in its own process group, killed with kiln (`sccache --start-server` would leave it
   // as a grandchild whose pid kiln never learns).
   env.insert_or_assign("SCCACHE_START_SERVER", "1");
   env.insert_or_assign("SCCACHE_NO_DAEMON", "1");
-  env.insert_or_assign("SCCACHE_SERVER_UDS", socket_.string());
+  env.insert_or_assign("SCCACHE_SERVER_UDS", state_->socket.string());
   env.insert_or_assign("SCCACHE_SERVER_PORT", std::nullopt);
   env.insert_or_assign("SCCACHE_IDLE_TIMEOUT", "0");
-  if (options_.own_cache) env.insert_or_assign("SCCACHE_DIR", (dir_ / "cache").string());
+  if (options_.own_cache) env.insert_or_assign("SCCACHE_DIR", (state_->dir() / "cache").string());
   if (options_.debug_log) {
-    env.insert_or_assign("SCCACHE_ERROR_LOG", (dir_ / "server.log").string());
+    env.insert_or_assign("SCCACHE_ERROR_LOG", (state_->dir() / "server.log").string());
     env.insert_or_assign("SCCACHE_LOG", "debug");
   }
   internal::SpawnSpec spec;
@@ -155,17 +163,17 @@ std::string Server::start() {
   spec.argv = {sccache_.string()};
   spec.environment = internal::make_environment(env, false);
   spec.fds = {{out.get(), 1}, {out.get(), 2}};
-  process_ = std::make_unique<internal::Child>(internal::Child::spawn(spec));
+  state_->process = std::make_unique<internal::Child>(internal::Child::spawn(spec));
   auto deadline = Clock::now() + options_.start_limit;
-  while (!fs::exists(socket_) && Clock::now() < deadline) {
-    if (process_->wait_exit_until(Clock::now() + 10ms)) break;
+  while (!fs::exists(state_->socket) && Clock::now() < deadline) {
+    if (state_->process->wait_exit_until(Clock::now() + 10ms)) break;
   }
-  if (fs::exists(socket_)) return "";
-  if (process_->has_exited()) {
-    process_->reap();
+  if (fs::exists(state_->socket)) return "";
+  if (state_->process->has_exited()) {
+    state_->process->reap();
     return fmt::format("kiln's sccache server exited at once: {}", last_lines(log(), {}, 8));
   }
-  process_->terminate_group(500ms);
+  state_->process->terminate_group(500ms);
   // sccache asks the scheduler before it listens: one that accepts and never answers holds it.
   return fmt::format(
       "timed out: kiln's sccache server did not listen within {} s (is the "
@@ -173,10 +181,13 @@ std::string Server::start() {
       options_.start_limit.count());
 }
 
-bool Server::running() { return process_ && !process_->reaped() && !process_->has_exited(); }
+bool Server::running() {
+  const std::unique_ptr<internal::Child>& process = state_->process;
+  return process && !process->reaped() && !process->has_exited();
+}
 
 Launcher::Environment Server::client_env() const {
-  return {{"SCCACHE_SERVER_UDS", socket_.string()},
+  return {{"SCCACHE_SERVER_UDS", state_->socket.string()},
           {"SCCACHE_SERVER_PORT", std::nullopt},
           {"SCCACHE_START_SERVER", std::nullopt},
           {"SCCACHE_IDLE_TIMEOUT", "30"}};
@@ -210,7 +221,7 @@ Stats Server::stats() {
 DistStatus Server::dist_status() { return parse_dist_status(query({"--dist-status"}).output); }
 
 std::string Server::log() const {
-  return read_or_empty(dir_ / "server.log") + read_or_empty(dir_ / "server.out");
+  return read_or_empty(state_->dir() / "server.log") + read_or_empty(state_->dir() / "server.out");
 }
 
 }  // namespace kiln::sccache

@@ -12,6 +12,7 @@
 #include "internal/files.h"
 #include "kiln/error.h"
 #include "kiln/paths.h"
+#include "kiln/temp_directory.h"
 #include "testing/test_support.h"
 
 namespace kiln::sccache {

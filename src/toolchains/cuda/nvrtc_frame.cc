@@ -1,5 +1,5 @@
 // The socket side of kiln's NVRTC compile server's frames (nvrtc_server.h): the pool's one codec
-// (kiln/frame.h: a 4-byte little-endian length, then CBOR, one limit) read and written with
+// (pool/frame.h: a 4-byte little-endian length, then CBOR, one limit) read and written with
 // deadlines, so that a peer that stopped (SIGSTOP, a debugger) or never sends holds the other
 // side only until then.
 #include <poll.h>
@@ -9,8 +9,8 @@
 
 #include "internal/fd.h"
 #include "kiln/error.h"
-#include "kiln/frame.h"
 #include "nvrtc_server.h"
+#include "pool/frame.h"
 
 namespace kiln::cuda::internal {
 namespace {

@@ -36,7 +36,7 @@
 #include <nlohmann/json.hpp>
 
 #include "backends.h"
-#include "kiln/frame.h"
+#include "pool/frame.h"
 
 namespace kiln::cuda::internal {
 
