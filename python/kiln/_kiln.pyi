@@ -4,7 +4,8 @@ Written by hand from the bindings: one section per source file, in module.cc's o
 names are the py::arg names (a lambda bound without them takes its arguments by position only);
 `= ...` marks a py::arg default. What pybind11 converts: a std::filesystem::path argument takes
 str, bytes or os.PathLike (StrOrBytesPath); a std::vector argument takes any sequence but str and
-bytes; a std::map argument only a dict; std::optional is `| None`.
+bytes; a std::map argument only a dict; std::optional is `| None`. Every timeout is in seconds, a
+float (seconds.h), as in tvm.support.
 
 No exception classes are registered (errors.cc): kiln's C++ errors arrive as Python's built-in
 types. FileNotFound and ToolNotFound -> FileNotFoundError; ToolNotExecutable ->
@@ -249,7 +250,7 @@ def serve_pool_template(
 def prepare_template(command: Sequence[str], names: Sequence[str]) -> bool: ...
 def wait_for_template(
     command: Sequence[str],
-    seconds: float,
+    timeout: float,
     only_if_preparing: bool = ...,
     needed: Sequence[str] = ...,
 ) -> bool: ...
@@ -266,7 +267,7 @@ class WorkerOptions(TypedDict):
     max_uses: int  # 0: no limit
     stdout_fd: int | None
     stderr_fd: int | None
-    preparation_ms: int | None
+    preparation_timeout: float | None  # seconds
     from_template: NotRequired[bool]
 
 # How a call ended: ("ok", pickled result), ("exception", pickled exception or b"", type name,
@@ -279,20 +280,20 @@ PoolEnd = (
 
 class PoolWorker:
     def __init__(self, **kwargs: Unpack[WorkerOptions]) -> None: ...
-    def send(self, payload: bytes, timeout_ms: int | None, /) -> None: ...
+    def send(self, payload: bytes, timeout: float | None, /) -> None: ...
     def recv(self) -> PoolEnd:
         """Waits for the call's end; KeyboardInterrupt (or what a signal handler raised) leaves
         the call in flight."""
 
     def kill(self) -> None: ...
     def is_alive(self) -> bool: ...
-    def join(self, timeout_ms: float | None) -> None: ...
+    def join(self, timeout: float | None) -> None: ...
     @property
     def pid(self) -> int: ...
 
 class PoolExecutor:
     def __init__(
-        self, workers: int, timeout_ms: int | None, **kwargs: Unpack[WorkerOptions]
+        self, workers: int, timeout: float | None, **kwargs: Unpack[WorkerOptions]
     ) -> None: ...
     def submit(self, first: int, payloads: Sequence[bytes]) -> None: ...
     def collect(self) -> list[tuple[int, PoolEnd]]:

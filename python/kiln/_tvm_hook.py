@@ -14,16 +14,19 @@ has run, before the statement that imported tvm goes on:
   kiln's pool workers arm it when they start with ``KILN_TVM=1``, so they get kiln also where kiln
   is not installed as a wheel (a source checkout on PYTHONPATH declares no entry point).
 
-Nothing here imports TVM or kiln's extension before tvm is imported. A broken install (kiln's
-extension missing, truncated or failing to load) costs one line on stderr at ``import tvm``, naming
-what is broken and the way out, and TVM keeps its own tvm.support; that process sets KILN_TVM=0, so
-the processes it starts, which would find the same install, say nothing.
+Nothing here imports TVM or kiln's extension before tvm is imported, and nothing of kiln but
+kiln._tvm_state (VARIABLE); kiln.tvm only once tvm is there. A broken install (kiln's extension
+missing, truncated or failing to load) costs one line on stderr at ``import tvm``, naming what is
+broken and the way out, and TVM keeps its own tvm.support; that process sets KILN_TVM=0, so the
+processes it starts, which would find the same install, say nothing.
 """
 
 from __future__ import annotations
 
 import os
 import sys
+
+from ._tvm_state import VARIABLE
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -34,8 +37,6 @@ if TYPE_CHECKING:
     from typing import Any
 
 __all__ = ["VARIABLE", "arm", "armed", "autoload", "wanted"]
-
-VARIABLE = "KILN_TVM"
 
 
 def wanted(environ: Mapping[str, str] | None = None) -> bool:

@@ -26,31 +26,29 @@ Which processes install() reaches:
 
 uninstall() gives TVM back its own functions here and removes KILN_TVM from the environment, so
 processes started afterwards keep TVM's; processes already started keep what they have.
+
+What install() replaced is kept in kiln._tvm_state, which kiln._tvm_hook and kiln.support.libinfo
+read too: this module imports kiln.support, and nothing of kiln imports this one but the hook.
 """
 
 from __future__ import annotations
 
-import importlib
 import os
 import sys
-import threading
 
-from ._tvm_hook import VARIABLE
+from . import _tvm_state as state
+from . import support
+from ._tvm_state import VARIABLE, installed, original
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
-    from types import ModuleType
     from typing import Any
-
-    from tvm_ffi import Function  # type: ignore[import-not-found,unused-ignore]
 
 __all__ = ["install", "installed", "original", "uninstall"]
 
-# tvm.support modules whose functions kiln replaces.
-MODULES = (
-    "cc", "clang", "emcc", "libinfo", "ndk", "nvcc", "popen_pool", "rocm", "tar", "utils", "xcode",
-)
+# tvm.support modules whose functions kiln replaces: all of kiln.support's (the one list).
+MODULES = support._MODULES  # pylint: disable=protected-access
 
 # TVM's global functions -> (kiln.support module, function).
 GLOBALS = {
@@ -74,24 +72,6 @@ TEMPLATE_COMPANIONS = {
     "tvm.s_tir.meta_schedule.builder.local_builder.LocalBuilder.build.": ("tvm.s_tir.tensor_intrin",),
 }
 
-_lock = threading.Lock()
-# (tvm module, name) -> TVM's attribute, while installed.
-_attributes: dict[tuple[str, str], Any] = {}
-# global name -> TVM's function (None: there was none), while installed.
-_globals: dict[str, Function | None] = {}
-# (loaded tvm.* module name, name) -> TVM's object, for modules that had copied it, while installed.
-_copies: dict[tuple[str, str], object] = {}
-
-
-def _tvm_module(module: str) -> ModuleType:
-    """tvm.support.<module>, or tvm.support itself for module ""."""
-    return importlib.import_module("tvm.support" + (f".{module}" if module else ""))
-
-
-def installed() -> bool:
-    """Whether install() is in effect."""
-    return bool(_attributes or _globals)
-
 
 def _replace_copies(replaced: list[tuple[object, object]]) -> None:
     """In every loaded tvm.* module, point names bound to a replaced TVM object at kiln's."""
@@ -102,30 +82,13 @@ def _replace_copies(replaced: list[tuple[object, object]]) -> None:
         for name, value in list(getattr(module, "__dict__", {}).items()):
             kiln_object = by_id.get(id(value))
             if kiln_object is not None:
-                _copies[(module_name, name)] = value
+                state.copies[(module_name, name)] = value
                 setattr(module, name, kiln_object)
-
-
-def original(module: str, name: str) -> Any:
-    """TVM's own tvm.support.<module>.<name> (module "": tvm.support.<name>), installed or not;
-    None when TVM or it is absent."""
-    if (module, name) in _attributes:
-        return _attributes[(module, name)]
-    try:
-        tvm_module = _tvm_module(module)
-    except ImportError:
-        return None
-    return getattr(tvm_module, name, None)
 
 
 def _replacements(module: str) -> Iterator[tuple[str, Callable[..., Any]]]:
     """(name, kiln object) for each function or class kiln.support.<module> defines."""
-    try:
-        kiln_module = importlib.import_module(f"kiln.support.{module}")
-    except ModuleNotFoundError as error:
-        if error.name != f"kiln.support.{module}":
-            raise
-        return
+    kiln_module = getattr(support, module)  # kiln.support loads it on first use
     for name, value in vars(kiln_module).items():
         if callable(value) and getattr(value, "__module__", None) == kiln_module.__name__:
             yield name, value
@@ -136,56 +99,55 @@ def install() -> None:
     # pylint: disable-next=import-outside-toplevel
     import tvm_ffi  # type: ignore[import-not-found,unused-ignore]
 
-    with _lock:
+    # Here, not at the top: it loads kiln's extension, which importing kiln.tvm must not.
+    from .support import _popen_template  # pylint: disable=import-outside-toplevel
+
+    with state.lock:
         if installed():
             return
         replaced: list[tuple[object, object]] = []
         for module in MODULES:
-            tvm_module = _tvm_module(module)
+            tvm_module = state.tvm_module(module)
             for name, value in _replacements(module):
                 if hasattr(tvm_module, name):
-                    _attributes[(module, name)] = getattr(tvm_module, name)
-                    replaced.append((_attributes[(module, name)], value))
+                    state.attributes[(module, name)] = getattr(tvm_module, name)
+                    replaced.append((state.attributes[(module, name)], value))
                     setattr(tvm_module, name, value)
         _replace_copies(replaced)
-        from . import support  # pylint: disable=import-outside-toplevel
-
-        _attributes[("", "describe")] = _tvm_module("").describe
-        setattr(_tvm_module(""), "describe", support.describe)
+        state.attributes[("", "describe")] = state.tvm_module("").describe
+        setattr(state.tvm_module(""), "describe", support.describe)
         os.environ[VARIABLE] = "1"  # what this process starts installs kiln too
-        from .support import popen_pool  # pylint: disable=import-outside-toplevel
-
         # What a MetaSchedule build imports inside its timed task (default_build): the worker
         # template imports it once, instead of every worker within its build timeout.
-        popen_pool._Template.companions.update(TEMPLATE_COMPANIONS)  # noqa: E501  pylint: disable=protected-access
+        _popen_template.Template.companions.update(TEMPLATE_COMPANIONS)
         for global_name, (module, name) in GLOBALS.items():
             function = dict(_replacements(module)).get(name)
             if function is None:
                 continue
-            _globals[global_name] = tvm_ffi.get_global_func(global_name, allow_missing=True)
+            state.functions[global_name] = tvm_ffi.get_global_func(global_name, allow_missing=True)
             tvm_ffi.register_global_func(global_name, function, override=True)
 
 
 def uninstall() -> None:
     """Give TVM back its own functions and callbacks (a no-op when not installed)."""
-    with _lock:
+    with state.lock:
         if not installed():
             return
         # pylint: disable-next=import-outside-toplevel
         import tvm_ffi  # type: ignore[import-not-found,unused-ignore]
 
-        for (module, name), value in _attributes.items():
-            setattr(_tvm_module(module), name, value)
-        for (module_name, name), value in _copies.items():
+        for (module, name), value in state.attributes.items():
+            setattr(state.tvm_module(module), name, value)
+        for (module_name, name), value in state.copies.items():
             loaded = sys.modules.get(module_name)
             if loaded is not None:
                 setattr(loaded, name, value)
-        for global_name, function in _globals.items():
+        for global_name, function in state.functions.items():
             if function is None:
                 tvm_ffi.remove_global_func(global_name)
             else:
                 tvm_ffi.register_global_func(global_name, function, override=True)
-        _attributes.clear()
-        _globals.clear()
-        _copies.clear()
+        state.attributes.clear()
+        state.functions.clear()
+        state.copies.clear()
         os.environ.pop(VARIABLE, None)

@@ -9,6 +9,7 @@
 // ("died": the worker ended, or broke the protocol and was killed)
 // The GIL is released wherever a call may wait: starting a worker, waiting for answers, shutdown;
 // recv() and join() wait in slices and look for signals in between, so Ctrl-C interrupts them.
+// Timeouts are seconds, a float or None (seconds.h), as everywhere in the extension.
 #include <pybind11/functional.h>
 #include <pybind11/stl.h>
 
@@ -29,6 +30,7 @@
 #include "kiln/error.h"
 #include "kiln/pool.h"
 #include "kiln/process.h"
+#include "seconds.h"
 
 namespace kiln::python {
 namespace {
@@ -81,11 +83,6 @@ py::tuple tuple_of(const End& end) {
   return py::make_tuple(end.kind, end.message);
 }
 
-std::optional<std::chrono::milliseconds> millis(std::optional<long long> ms) {
-  if (!ms) return std::nullopt;
-  return std::chrono::milliseconds(*ms);
-}
-
 WorkerOptions worker_options(const py::kwargs& kw) {
   WorkerOptions options;
   options.command = kw["command"].cast<std::vector<std::string>>();
@@ -96,7 +93,8 @@ WorkerOptions worker_options(const py::kwargs& kw) {
   options.max_uses = kw["max_uses"].cast<int>();
   options.stdout_fd = kw["stdout_fd"].cast<std::optional<int>>();
   options.stderr_fd = kw["stderr_fd"].cast<std::optional<int>>();
-  options.preparation_timeout = millis(kw["preparation_ms"].cast<std::optional<long long>>());
+  options.preparation_timeout =
+      milliseconds_of(kw["preparation_timeout"].cast<std::optional<double>>());
   options.from_template = kw.contains("from_template") && kw["from_template"].cast<bool>();
   return options;
 }
@@ -108,8 +106,8 @@ WorkerOptions worker_options(const py::kwargs& kw) {
 // wait forever), and the executor is the parent's (pool::Executor says what it does there).
 class PyExecutor {
  public:
-  PyExecutor(int workers, std::optional<long long> timeout_ms, WorkerOptions options)
-      : shared_(std::make_unique<Shared>(workers, timeout_ms, std::move(options))) {}
+  PyExecutor(int workers, std::optional<std::chrono::milliseconds> timeout, WorkerOptions options)
+      : shared_(std::make_unique<Shared>(workers, timeout, std::move(options))) {}
   ~PyExecutor() {
     if (forked()) {
       [[maybe_unused]] Shared* left = shared_.release();
@@ -170,9 +168,8 @@ class PyExecutor {
 
  private:
   struct Shared {
-    Shared(int workers, std::optional<long long> timeout_ms, WorkerOptions options)
-        : executor(
-              {.workers = workers, .timeout = millis(timeout_ms), .worker = std::move(options)}) {}
+    Shared(int workers, std::optional<std::chrono::milliseconds> timeout, WorkerOptions options)
+        : executor({.workers = workers, .timeout = timeout, .worker = std::move(options)}) {}
     std::mutex mutex;
     std::condition_variable wake;
     std::deque<std::pair<std::size_t, Executor::Result>> ended;
@@ -214,12 +211,12 @@ py::tuple worker_recv(Worker& w) {
   return tuple_of(end);
 }
 
-// PoolWorker.join(timeout_ms): the same, without a limit when none is given.
-void worker_join(Worker& w, std::optional<double> timeout_ms) {
+// PoolWorker.join(timeout): the same, without a limit when none is given.
+void worker_join(Worker& w, std::optional<double> timeout) {
   using Clock = std::chrono::steady_clock;
   std::optional<Clock::time_point> deadline;
-  if (timeout_ms) {
-    deadline = Clock::now() + std::chrono::milliseconds(static_cast<long long>(*timeout_ms));
+  if (std::optional<std::chrono::milliseconds> limit = milliseconds_of(timeout)) {
+    deadline = Clock::now() + *limit;
   }
   for (;;) {
     auto slice = kSignalSlice;
@@ -241,24 +238,26 @@ void bind_worker(py::module_& m) {
   py::class_<Worker>(m, "PoolWorker")
       .def(py::init([](const py::kwargs& kw) { return Worker(worker_options(kw)); }))
       .def("send",
-           [](Worker& w, const py::bytes& payload, std::optional<long long> timeout_ms) {
+           [](Worker& w, const py::bytes& payload, std::optional<double> timeout) {
              Value args = binary_of(payload);
+             std::optional<std::chrono::milliseconds> limit = milliseconds_of(timeout);
              py::gil_scoped_release release;
-             w.send(kTask, args, millis(timeout_ms));
+             w.send(kTask, args, limit);
            })
       .def("recv", &worker_recv)
       .def("kill", &Worker::kill, py::call_guard<py::gil_scoped_release>())
       .def("is_alive", &Worker::is_alive, py::call_guard<py::gil_scoped_release>())
-      .def("join", &worker_join, py::arg("timeout_ms"))
+      .def("join", &worker_join, py::arg("timeout"))
       .def_property_readonly("pid", &Worker::pid);
 }
 
 void bind_executor(py::module_& m) {
   py::class_<PyExecutor>(m, "PoolExecutor")
-      .def(py::init([](int workers, std::optional<long long> timeout_ms, const py::kwargs& kw) {
-             return std::make_unique<PyExecutor>(workers, timeout_ms, worker_options(kw));
+      .def(py::init([](int workers, std::optional<double> timeout, const py::kwargs& kw) {
+             return std::make_unique<PyExecutor>(workers, milliseconds_of(timeout),
+                                                 worker_options(kw));
            }),
-           py::arg("workers"), py::arg("timeout_ms"))
+           py::arg("workers"), py::arg("timeout"))
       .def("submit", &PyExecutor::submit, py::arg("first"), py::arg("payloads"))
       .def("collect", &PyExecutor::collect)
       .def("shutdown", &PyExecutor::shutdown, py::arg("wait"));

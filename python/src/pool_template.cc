@@ -11,6 +11,7 @@
 
 #include "bindings.h"
 #include "kiln/pool.h"
+#include "seconds.h"
 
 namespace py = pybind11;
 
@@ -53,14 +54,14 @@ void bind_pool_template(py::module_& m) {
         py::call_guard<py::gil_scoped_release>());
   m.def(
       "wait_for_template",
-      [](const std::vector<std::string>& command, double seconds, bool only_if_preparing,
+      [](const std::vector<std::string>& command, double timeout, bool only_if_preparing,
          const std::vector<std::string>& needed) {
-        return kiln::pool::wait_for_template(
-            command, std::chrono::milliseconds(static_cast<long long>(seconds * 1000)),
-            only_if_preparing, needed);
+        std::chrono::milliseconds limit = milliseconds_of(timeout);  // may raise: with the GIL
+        py::gil_scoped_release release;
+        return kiln::pool::wait_for_template(command, limit, only_if_preparing, needed);
       },
-      py::arg("command"), py::arg("seconds"), py::arg("only_if_preparing") = false,
-      py::arg("needed") = std::vector<std::string>{}, py::call_guard<py::gil_scoped_release>());
+      py::arg("command"), py::arg("timeout"), py::arg("only_if_preparing") = false,
+      py::arg("needed") = std::vector<std::string>{});
   m.def("template_stats", &stats);
 }
 

@@ -86,7 +86,8 @@ def test_the_hook_costs_nothing_until_tvm_is_imported(kiln_python):
         assert done.stdout.strip() == "[]", (variable, done.stdout)
     unset = subprocess.run([kiln_python, "-c", after_tvm], env=env, check=True,
                            capture_output=True, text=True)
-    assert unset.stdout.strip() == "tvm.support.cc ['kiln', 'kiln._tvm_hook']", unset.stdout
+    assert unset.stdout.strip() == "tvm.support.cc ['kiln', 'kiln._tvm_hook', 'kiln._tvm_state']", \
+        unset.stdout
     armed = subprocess.run([kiln_python, "-c", after_tvm], env=dict(env, KILN_TVM="1"),
                            check=True, capture_output=True, text=True)
     assert armed.stdout.startswith("kiln.support.cc ") and "'kiln.tvm'" in armed.stdout, \
@@ -98,7 +99,7 @@ def test_a_failing_install_does_not_break_import_tvm(kiln_python, tmp_path):
     shadow = tmp_path / "kiln"
     shadow.mkdir()
     real = os.path.dirname(kiln.__file__)
-    for name in ("__init__.py", "_tvm_hook.py", "tvm.py"):
+    for name in ("__init__.py", "_tvm_hook.py", "_tvm_state.py", "tvm.py"):
         (shadow / name).write_text(open(os.path.join(real, name), encoding="utf-8").read())
     (shadow / "support").mkdir()
     (shadow / "support" / "__init__.py").write_text("raise ImportError('no kiln._kiln here')\n")

@@ -61,7 +61,7 @@ def test_local_builder_builds_in_kilns_workers(installed):
     import tvm_builder_tasks
 
     from tvm.s_tir.meta_schedule.builder import local_builder
-    from kiln.support import popen_pool
+    from kiln.support import _popen_template, popen_pool
 
     assert local_builder.PopenPoolExecutor is popen_pool.PopenPoolExecutor
     builder = LocalBuilder(
@@ -72,7 +72,7 @@ def test_local_builder_builds_in_kilns_workers(installed):
     )
     # The sanity check LocalBuilder() ran in a pool of its own did not make the worker template
     # import (and wait for) tvm.s_tir.tensor_intrin: only LocalBuilder.build's tasks need it.
-    assert "tvm.s_tir.tensor_intrin" not in popen_pool._Template.wanted  # noqa: E501  pylint: disable=protected-access
+    assert "tvm.s_tir.tensor_intrin" not in _popen_template.Template.wanted
     results = builder.build([candidate(), candidate(n=32), candidate("raise"), candidate("hang")])
     assert len(results) == 4
     for result in results[:2]:

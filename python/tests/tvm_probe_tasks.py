@@ -21,11 +21,10 @@ def _callback_owner():
     callback = tvm_ffi.get_global_func("tvm_callback_cuda_compile", allow_missing=True)
     if callback is None:
         return "none"
-    kiln_tvm = sys.modules.get("kiln.tvm")
-    if kiln_tvm is None or not kiln_tvm.installed():
+    state = sys.modules.get("kiln._tvm_state")  # what kiln.tvm.install() replaced
+    if state is None or not state.installed():
         return "tvm"  # kiln never registered it here
-    ours = kiln_tvm._globals  # pylint: disable=protected-access
-    return "kiln" if "tvm_callback_cuda_compile" in ours else "tvm"
+    return "kiln" if "tvm_callback_cuda_compile" in state.functions else "tvm"
 
 
 def report():

@@ -14,6 +14,9 @@ if TYPE_CHECKING:
     from . import cc, clang, emcc, ndk, nvcc, popen_pool, rocm, tar, utils, xcode
     from .libinfo import libinfo as libinfo  # as in tvm.support: the name is the function
 
+# The one list of kiln.support's modules, those of tvm.support: __getattr__ loads them, kiln.tvm
+# replaces TVM's functions module by module from it; the imports for type checkers above and the
+# lists of the tests are checked against it (python/tests/test_module_list.py).
 _MODULES = (
     "cc", "clang", "emcc", "libinfo", "ndk", "nvcc", "popen_pool", "rocm", "tar", "utils", "xcode",
 )

@@ -5,6 +5,8 @@ from __future__ import annotations
 import sys
 import types
 
+from .._tvm_state import original
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -47,9 +49,8 @@ def _find_tvm_source() -> Callable[[], dict[str, str]] | None:
         get_lib_info = None
     if get_lib_info is not None:
         return lambda: {str(k): str(v) for k, v in get_lib_info().items()}
-    from .. import tvm as _kiln_tvm  # pylint: disable=import-outside-toplevel
-
-    tvm_libinfo: Callable[[], dict[str, str]] | None = _kiln_tvm.original("libinfo", "libinfo")
+    # TVM's own, also while kiln.tvm.install() has put kiln's in its place.
+    tvm_libinfo: Callable[[], dict[str, str]] | None = original("libinfo", "libinfo")
     return tvm_libinfo
 
 

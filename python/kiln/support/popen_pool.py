@@ -31,16 +31,19 @@ recv() and join() at once; a process forked from one that used a pool (os.fork, 
 raises RuntimeError there (a PopenWorker it inherited starts a worker of its own). A call's
 pickled arguments or result may take up to MAX_MESSAGE_BYTES (256 MiB, less a little); larger
 ones raise ValueError naming both sizes (tvm.support's limit is its 4-byte length, 2 GiB).
+
+This module holds tvm.support's names and kiln's warm() and template_stats(); the parts behind
+them are modules of their own: _popen_template (the worker template and the workers' command),
+_popen_payload (a call pickled, and its end turned back into a result or an exception),
+_popen_collector (an executor's threads, and stopping every pool at exit) and _popen_message
+(the message limit, shared with the worker program popen_worker).
 """
 
 from __future__ import annotations
 
-import atexit
 import concurrent.futures
 import io
-import math
 import os
-import pickle
 import subprocess
 import sys
 import threading
@@ -48,7 +51,10 @@ from collections import namedtuple
 from enum import IntEnum
 
 from .._native import native
-from .popen_worker import MAX_MESSAGE_BYTES
+from ._popen_collector import OPEN, close, collect
+from ._popen_message import MAX_MESSAGE_BYTES
+from ._popen_payload import checked, dumps, unwrap
+from ._popen_template import COMMAND, Template
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -58,7 +64,7 @@ if TYPE_CHECKING:
     from _typeshed import FileDescriptorLike
     from typing_extensions import Self
 
-    from .._kiln import PoolEnd, PoolExecutor, TemplateStats, WorkerOptions
+    from .._kiln import TemplateStats, WorkerOptions
 
     _P = ParamSpec("_P")
     _T = TypeVar("_T")
@@ -74,15 +80,9 @@ __all__ = [
     "warm",
 ]
 
-# The worker program: unbuffered, so that output survives a kill.
-_WORKER = ("-u", "-m", "kiln.support.popen_worker")
-# How long a call may take to unpickle its function (importing its modules) before its own
-# timeout starts; tvm.support has no limit, a hung import would hang the caller forever.
-_PREPARATION_MS = 600_000
-# The longest a call waits for a worker template being prepared before it starts workers afresh.
-_TEMPLATE_WAIT_S = 300.0
-# The command of every worker (and of the worker template) this process starts.
-_COMMAND = [sys.executable, *_WORKER]
+# How long (seconds) a call may take to unpickle its function (importing its modules) before its
+# own timeout starts; tvm.support has no limit, a hung import would hang the caller forever.
+_PREPARATION_S = 600.0
 
 
 def kill_child_processes(pid: int) -> None:
@@ -120,81 +120,10 @@ class MapResult(namedtuple("MapResult", ["status", "value"])):
     __slots__ = []
 
 
-# One cloudpickle Pickler per thread, reused: making one per call (cloudpickle.dumps) costs more
-# than pickling a typical call, and its garbage wakes the cycle collector.
-_picklers = threading.local()
-
-
-def _dumps(
-    fn: Callable[..., object], args: Iterable[object], kwargs: Mapping[str, object] | None
-) -> bytes:
-    """The payload of the call fn(*args, **kwargs): the pickled (fn, args, kwargs).
-
-    What plain pickle writes is what cloudpickle would when everything in the call is found by
-    reference (module-level functions and classes of importable modules, plain data): then the
-    C pickler alone does it, at a third of the cost. Anything it cannot pickle (a lambda, a
-    closure, a local class), anything from ``__main__`` (the worker's ``__main__`` is another
-    module), and everything once a module is registered to travel by value goes through
-    cloudpickle, as in tvm.support.
-    """
-    call = (fn, args if type(args) is tuple else tuple(args), dict(kwargs) if kwargs else {})
-    if not _pickled_by_value():
-        try:
-            data = pickle.dumps(call, protocol=pickle.HIGHEST_PROTOCOL)
-        except Exception:  # pylint: disable=broad-except
-            data = None
-        if data is not None and b"__main__" not in data:
-            return data
-    return _cloudpickle_dumps(call)
-
-
-def _pickled_by_value() -> bool:
-    """Whether cloudpickle has modules registered to be pickled by value (or may have: an
-    unknown cloudpickle without the registry this reads counts as yes)."""
-    module = sys.modules.get("cloudpickle.cloudpickle")
-    if module is None:
-        return False  # cloudpickle not imported yet: nothing can be registered with it
-    return bool(getattr(module, "_PICKLE_BY_VALUE_MODULES", True))
-
-
-def _cloudpickle_dumps(call: object) -> bytes:
-    """`call` pickled by this thread's cloudpickle Pickler."""
-    state = getattr(_picklers, "state", None)
-    if state is None:
-        # pylint: disable-next=import-outside-toplevel
-        import cloudpickle  # type: ignore[import-untyped,import-not-found,unused-ignore]
-
-        buffer = io.BytesIO()
-        pickler = cloudpickle.Pickler(buffer, protocol=pickle.HIGHEST_PROTOCOL)
-        state = _picklers.state = (buffer, pickler)
-    buffer, pickler = state
-    try:
-        pickler.dump(call)
-        data: bytes = buffer.getvalue()
-        return data
-    finally:  # each payload stands alone: nothing of this call stays in the pickler
-        pickler.clear_memo()
-        pickler.globals_ref = {}  # cloudpickle's per-dump table of function globals
-        buffer.seek(0)
-        buffer.truncate()
-
-
-def _checked(payload: bytes, fn: object) -> bytes:
-    """`payload`, the pickled call of `fn`, once it is known to fit in one message."""
-    if len(payload) > MAX_MESSAGE_BYTES:
-        raise ValueError(
-            f"the call of {getattr(fn, '__qualname__', fn)!r} is {len(payload)} bytes pickled, "
-            f"over the pool's limit of {MAX_MESSAGE_BYTES} bytes for one message "
-            "(MAX_MESSAGE_BYTES); pass large data in a file instead"
-        )
-    return payload
-
-
-def _millis(timeout: float | None) -> int | None:
-    """A timeout in seconds (None: none) as whole milliseconds, rounded up."""
-    if timeout is None:
-        return None
-    return max(0, math.ceil(float(timeout) * 1000))
+def _seconds(timeout: float | None) -> float | None:
+    """A timeout as kiln's extension takes every one: seconds as a float, None for none (its
+    C++ side rounds up to whole milliseconds; a negative one has passed already)."""
+    return None if timeout is None else float(timeout)
 
 
 def _stream_fd(
@@ -228,65 +157,6 @@ def _stream_fd(
     raise TypeError(f"{name} must be None, a file descriptor, a file object or DEVNULL")
 
 
-class _Template:
-    """This process's warm worker template (kiln::pool::prepare_template): a worker process that
-    has imported what the tasks need, from which new workers are forked in milliseconds.
-
-    What it imports, in order: the modules named by warm(), the modules of the functions and
-    initializers sent to workers, and what the workers imported while they ran their tasks (each
-    answer says). It is rebuilt in the background when that grows, and used by every
-    PopenWorker and PopenPoolExecutor of this process while KILN_POOL_TEMPLATE is not "0".
-    """
-
-    lock = threading.Lock()
-    wanted: list[str] = []
-    seen: set[str | None] = {*sys.builtin_module_names, "__main__", "__mp_main__", None}
-
-    @staticmethod
-    def enabled() -> bool:
-        return os.environ.get("KILN_POOL_TEMPLATE", "1") != "0"
-
-    # Prefix of a task function's "module.qualname" -> modules those tasks import while they
-    # run, named ahead so that the template has them before the task's time starts (kiln.tvm
-    # names those of MetaSchedule's builder). Keyed by function, not module: another task of the
-    # same module (LocalBuilder's sanity check) does not wait for imports it never makes.
-    companions: dict[str, tuple[str, ...]] = {}
-
-    @classmethod
-    def want(cls, names: Iterable[str | None]) -> None:
-        """Ask for `names` too; starts the template (again) when one is new."""
-        with cls.lock:
-            # (None, a function without a module, is in `seen`: never new.)
-            new = [n for n in dict.fromkeys(names) if n is not None and n not in cls.seen]
-            if not new:
-                return
-            cls.seen.update(new)
-            cls.wanted.extend(new)
-            wanted = list(cls.wanted)
-        if cls.enabled():
-            native.prepare_template(_COMMAND, wanted)
-
-    @classmethod
-    def want_module_of(cls, function: object) -> None:
-        """Ask for the module that defines `function` (a lookup, when it is known already);
-        then, while a template that would have it is being prepared, wait for it: the workers
-        about to start would spend that time importing the same modules, each on its own. A ready
-        template that has them already serves at once, while its successor prepares what other
-        tasks taught it (a slow import learned elsewhere does not hold up this call)."""
-        name = getattr(function, "__module__", None)
-        names = [name]
-        if cls.companions:
-            task = f"{name}.{getattr(function, '__qualname__', '')}"
-            for prefix, extra in list(cls.companions.items()):
-                if task.startswith(prefix):
-                    names.extend(extra)
-        if any(n not in cls.seen for n in names):
-            cls.want(names)
-        if cls.wanted and cls.enabled():
-            needed = [n for n in names if n is not None]
-            native.wait_for_template(_COMMAND, _TEMPLATE_WAIT_S, True, needed)
-
-
 def warm(modules: Iterable[str] = (), timeout: float | None = None) -> bool:
     """Prepare this process's worker template: a process that imports `modules` (and what the
     pool learned so far) once, from which every new worker is forked.
@@ -304,12 +174,12 @@ def warm(modules: Iterable[str] = (), timeout: float | None = None) -> bool:
     ready : bool
         Whether a template is ready now (always False with KILN_POOL_TEMPLATE=0).
     """
-    _Template.want(list(modules))
-    if not _Template.enabled():
+    Template.want(list(modules))
+    if not Template.enabled():
         return False
-    if not _Template.wanted:
-        native.prepare_template(_COMMAND, [])
-    return bool(native.wait_for_template(_COMMAND, float(timeout or 0)))
+    if not Template.wanted:
+        native.prepare_template(COMMAND, [])
+    return bool(native.wait_for_template(COMMAND, float(timeout or 0)))
 
 
 def template_stats() -> TemplateStats:
@@ -336,48 +206,16 @@ class _Setup:
         self.keep: list[io.BufferedWriter] = []
         stdout_fd = _stream_fd(stdout, "stdout", None, self.keep)
         if initializer is not None:
-            _Template.want_module_of(initializer)
+            Template.want_module_of(initializer)
         self.options: WorkerOptions = {
-            "command": _COMMAND,
-            "from_template": _Template.enabled(),
-            "initializer": None if initializer is None else _dumps(initializer, initargs, None),
+            "command": COMMAND,
+            "from_template": Template.enabled(),
+            "initializer": None if initializer is None else dumps(initializer, initargs, None),
             "max_uses": int(maximum_uses or 0),
             "stdout_fd": stdout_fd,
             "stderr_fd": _stream_fd(stderr, "stderr", stdout_fd, self.keep),
-            "preparation_ms": _PREPARATION_MS,
+            "preparation_timeout": _PREPARATION_S,
         }
-
-
-def _exception(end: PoolEnd) -> BaseException:
-    """The exception a call's end (a native tuple, not "ok") stands for."""
-    kind = end[0]
-    if end[0] == "exception":  # end[0], not kind: type checkers narrow `end` by its own item
-        _, data, type_name, message = end
-        if data:
-            try:
-                exception: BaseException = pickle.loads(data)
-                return exception
-            except Exception as error:  # pylint: disable=broad-except
-                why = f"it cannot be unpickled here: {error}"
-                return RuntimeError(f"{type_name} ({why}): {message}")
-        return RuntimeError(f"{type_name}: {message}")
-    if kind == "timeout":
-        return TimeoutError(end[1])
-    if kind == "died":
-        return ChildProcessError(end[1])
-    if kind == "cancelled":
-        return concurrent.futures.CancelledError(end[1])
-    return RuntimeError(end[1])
-
-
-def _unwrap(end: PoolEnd) -> Any:
-    """The result a call's end carries, or raise what it stands for."""
-    if end[0] == "ok":
-        value, learned = pickle.loads(end[1])
-        if learned:
-            _Template.want(learned)
-        return value
-    raise _exception(end)
 
 
 class PopenWorker:
@@ -424,7 +262,7 @@ class PopenWorker:
 
     def join(self, timeout: float | None = None) -> None:
         """Wait until the process exits on its own, at most `timeout` seconds when given."""
-        self._native.join(None if timeout is None else max(0.0, float(timeout)) * 1000)
+        self._native.join(_seconds(timeout))
 
     def is_alive(self) -> bool:
         """Whether the worker process is running."""
@@ -457,8 +295,8 @@ class PopenWorker:
         ----
         recv() the result before the next send.
         """
-        _Template.want_module_of(fn)
-        self._native.send(_checked(_dumps(fn, args, kwargs), fn), _millis(timeout))
+        Template.want_module_of(fn)
+        self._native.send(checked(dumps(fn, args, kwargs), fn), _seconds(timeout))
 
     def recv(self) -> Any:
         """Receive the result of the last send.
@@ -474,99 +312,7 @@ class PopenWorker:
         TimeoutError: if the call ran past its timeout (the worker was killed).
         Exception: what the function raised, with its type.
         """
-        return _unwrap(self._native.recv())
-
-
-def _collect(
-    native_pool: PoolExecutor,
-    futures: dict[int, concurrent.futures.Future[Any]],
-    lock: threading.Lock,
-) -> None:
-    """The collector thread: settles each call's future as the C++ pool reports its end."""
-    while True:
-        ends = native_pool.collect()  # waits with the GIL released; empty once closed
-        if not ends:
-            return
-        with lock:
-            settled = [(futures.pop(index, None), end) for index, end in ends]
-        for future, end in settled:
-            if future is not None:
-                _settle(future, end)
-
-
-def _settle(future: concurrent.futures.Future[Any], end: PoolEnd) -> None:
-    """Give `future` the outcome `end` (it goes from pending to done: kiln cannot tell when a
-    call starts in its worker, so a future is never reported running)."""
-    if end[0] == "cancelled":
-        future.cancel()
-        return
-    settle: Callable[[Any], None]
-    try:
-        value = _unwrap(end)
-    except BaseException as error:  # pylint: disable=broad-except
-        settle, value = future.set_exception, error
-    else:
-        settle = future.set_result
-    try:
-        settle(value)
-    except concurrent.futures.InvalidStateError:  # the caller cancelled it meanwhile: the call
-        future.set_running_or_notify_cancel()  # ran anyway; its waiters hear of the cancel
-
-
-class _Closing:
-    """The native pools not yet closed, each with its collector thread.
-
-    At exit every one of them is stopped without waiting (its workers killed, what it had left
-    cancelled: nobody is left to take the results), so that exit is quick and no thread is still
-    inside kiln's C++ code when the interpreter finalizes.
-    """
-
-    def __init__(self) -> None:
-        self.lock = threading.Lock()
-        # id(native pool) -> (native pool, [its collector and closer threads])
-        self.pools: dict[int, tuple[PoolExecutor, list[threading.Thread]]] = {}
-        self.stopped = False  # at exit: no thread may start any more
-
-    def after_fork(self) -> None:
-        """In a forked child: the parent's pools are not the child's to stop, and another thread
-        may have held the lock at the fork."""
-        self.lock = threading.Lock()
-        self.pools = {}
-        self.stopped = False
-
-    def add(self, native_pool: PoolExecutor, thread: threading.Thread | None = None) -> None:
-        with self.lock:
-            threads = self.pools.setdefault(id(native_pool), (native_pool, []))[1]
-            if thread is not None:
-                threads.append(thread)
-
-    def discard(self, native_pool: PoolExecutor) -> None:
-        with self.lock:
-            self.pools.pop(id(native_pool), None)
-
-    def stop_all(self) -> None:
-        with self.lock:
-            self.stopped = True
-            pools = list(self.pools.values())
-        for native_pool, _ in pools:
-            native_pool.shutdown(False)
-        for _, threads in pools:
-            for thread in threads:
-                if thread is not threading.current_thread():
-                    thread.join()
-
-
-_OPEN = _Closing()
-atexit.register(_OPEN.stop_all)
-os.register_at_fork(after_in_child=_OPEN.after_fork)
-
-
-def _close(native_pool: PoolExecutor, collector: threading.Thread | None) -> None:
-    """Close `native_pool` once its calls have ended, then let its collector finish."""
-    native_pool.shutdown(True)
-    if collector is not None and collector is not threading.current_thread():
-        collector.join()
-    _OPEN.discard(native_pool)
+        return unwrap(self._native.recv())
 
 
 class PopenPoolExecutor:
@@ -614,7 +360,7 @@ class PopenPoolExecutor:
         self._setup = setup
         self._native = native.PoolExecutor(
             int(max_workers),  # type: ignore[arg-type]  # os.cpu_count() None: TypeError here
-            _millis(timeout),
+            _seconds(timeout),
             **setup.options,
         )
         self._pid = os.getpid()  # in a process forked from this one the pool is not usable
@@ -623,7 +369,7 @@ class PopenPoolExecutor:
         self._next = 0
         self._collector: threading.Thread | None = None
         self._shutdown = False
-        _OPEN.add(self._native)
+        OPEN.add(self._native)
 
     def __del__(self) -> None:
         # Never blocks (a pool collected while its owner waits would deadlock, apache/tvm#18157):
@@ -665,13 +411,13 @@ class PopenPoolExecutor:
                 self._next = first + len(futures)
             if self._collector is None:
                 self._collector = threading.Thread(
-                    target=_collect,
+                    target=collect,
                     args=(self._native, self._futures, self._lock),
                     name="kiln-popen-pool-collector",
                     daemon=True,
                 )
                 self._collector.start()
-                _OPEN.add(self._native, self._collector)
+                OPEN.add(self._native, self._collector)
         return first
 
     def submit(
@@ -679,8 +425,8 @@ class PopenPoolExecutor:
     ) -> concurrent.futures.Future[_T]:
         """Submit the call ``fn(*args, **kwargs)``; returns its concurrent.futures.Future."""
         self._check_process()
-        _Template.want_module_of(fn)
-        payload = _checked(_dumps(fn, args, kwargs), fn)
+        Template.want_module_of(fn)
+        payload = checked(dumps(fn, args, kwargs), fn)
         future: concurrent.futures.Future[_T] = concurrent.futures.Future()
         self._native.submit(self._register(future), (payload,))
         return future
@@ -693,8 +439,8 @@ class PopenPoolExecutor:
         Every call is submitted at once; the results are yielded as the caller iterates.
         """
         self._check_process()
-        _Template.want_module_of(fn)
-        payloads = [_checked(_dumps(fn, (item,), None), fn) for item in iterator]
+        Template.want_module_of(fn)
+        payloads = [checked(dumps(fn, (item,), None), fn) for item in iterator]
         futures: list[concurrent.futures.Future[Any]] = [
             concurrent.futures.Future() for _ in payloads
         ]
@@ -723,13 +469,13 @@ class PopenPoolExecutor:
             self._shutdown = True
             collector = self._collector
         if wait:
-            _close(self._native, collector)
-        elif _OPEN.stopped or sys.is_finalizing():  # exiting: no thread can start now
+            close(self._native, collector)
+        elif OPEN.stopped or sys.is_finalizing():  # exiting: no thread can start now
             self._native.shutdown(False)
         elif not already:
             closer = threading.Thread(
-                target=_close, args=(self._native, collector), name="kiln-popen-pool-close"
+                target=close, args=(self._native, collector), name="kiln-popen-pool-close"
             )
             closer.daemon = True
-            _OPEN.add(self._native, closer)
+            OPEN.add(self._native, closer)
             closer.start()

@@ -31,6 +31,7 @@ import pickle
 import sys
 
 from kiln._native import native
+from kiln.support._popen_message import MAX_MESSAGE_BYTES
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -39,10 +40,6 @@ if TYPE_CHECKING:
 
     # What run() returns: (True, pickled result) or (False, pickled exception, type name, message).
     _Answer = tuple[bool, bytes] | tuple[bool, bytes, str, str]
-
-# The most a call's pickled arguments, or its pickled result, may take: one message of kiln's pool
-# (kiln::pool::kMaxMessageBytes) less room for its framing.
-MAX_MESSAGE_BYTES = native.max_message_bytes - 64
 
 
 def _dumps(value: object) -> bytes:

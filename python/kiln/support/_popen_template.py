@@ -1,0 +1,85 @@
+"""kiln.support.popen_pool's warm worker template (Template), and the command of every worker.
+
+popen_pool's warm() and template_stats() are the public side of it; kiln.tvm names the modules
+that MetaSchedule's tasks import (Template.companions).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+
+from .._native import native
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+__all__ = ["COMMAND", "Template"]
+
+# The worker program: unbuffered, so that output survives a kill.
+_WORKER = ("-u", "-m", "kiln.support.popen_worker")
+# The longest a call waits for a worker template being prepared before it starts workers afresh.
+_TEMPLATE_WAIT_S = 300.0
+# The command of every worker (and of the worker template) this process starts.
+COMMAND = [sys.executable, *_WORKER]
+
+
+class Template:
+    """This process's warm worker template (kiln::pool::prepare_template): a worker process that
+    has imported what the tasks need, from which new workers are forked in milliseconds.
+
+    What it imports, in order: the modules named by warm(), the modules of the functions and
+    initializers sent to workers, and what the workers imported while they ran their tasks (each
+    answer says). It is rebuilt in the background when that grows, and used by every
+    PopenWorker and PopenPoolExecutor of this process while KILN_POOL_TEMPLATE is not "0".
+    """
+
+    lock = threading.Lock()
+    wanted: list[str] = []
+    seen: set[str | None] = {*sys.builtin_module_names, "__main__", "__mp_main__", None}
+
+    @staticmethod
+    def enabled() -> bool:
+        return os.environ.get("KILN_POOL_TEMPLATE", "1") != "0"
+
+    # Prefix of a task function's "module.qualname" -> modules those tasks import while they
+    # run, named ahead so that the template has them before the task's time starts (kiln.tvm
+    # names those of MetaSchedule's builder). Keyed by function, not module: another task of the
+    # same module (LocalBuilder's sanity check) does not wait for imports it never makes.
+    companions: dict[str, tuple[str, ...]] = {}
+
+    @classmethod
+    def want(cls, names: Iterable[str | None]) -> None:
+        """Ask for `names` too; starts the template (again) when one is new."""
+        with cls.lock:
+            # (None, a function without a module, is in `seen`: never new.)
+            new = [n for n in dict.fromkeys(names) if n is not None and n not in cls.seen]
+            if not new:
+                return
+            cls.seen.update(new)
+            cls.wanted.extend(new)
+            wanted = list(cls.wanted)
+        if cls.enabled():
+            native.prepare_template(COMMAND, wanted)
+
+    @classmethod
+    def want_module_of(cls, function: object) -> None:
+        """Ask for the module that defines `function` (a lookup, when it is known already);
+        then, while a template that would have it is being prepared, wait for it: the workers
+        about to start would spend that time importing the same modules, each on its own. A ready
+        template that has them already serves at once, while its successor prepares what other
+        tasks taught it (a slow import learned elsewhere does not hold up this call)."""
+        name = getattr(function, "__module__", None)
+        names = [name]
+        if cls.companions:
+            task = f"{name}.{getattr(function, '__qualname__', '')}"
+            for prefix, extra in list(cls.companions.items()):
+                if task.startswith(prefix):
+                    names.extend(extra)
+        if any(n not in cls.seen for n in names):
+            cls.want(names)
+        if cls.wanted and cls.enabled():
+            needed = [n for n in names if n is not None]
+            native.wait_for_template(COMMAND, _TEMPLATE_WAIT_S, True, needed)
