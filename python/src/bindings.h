@@ -1,7 +1,8 @@
 // kiln._kiln, the extension module of the Python package: one bind_<area>() per source file, each
 // adding that area's functions to the module. The functions take and return plain Python values
-// (str paths, lists, dicts); the Python modules of python/kiln/ give them tvm.support's names,
-// signatures and defaults. Every function that runs a tool or blocks releases the GIL.
+// (str paths, lists, dicts; every timeout in seconds, seconds.h); the Python modules of
+// python/kiln/ give them tvm.support's names, signatures and defaults. Every function that runs a
+// tool or blocks releases the GIL.
 #pragma once
 
 #include <pybind11/pybind11.h>
