@@ -25,13 +25,21 @@
 
 #include "kiln/cache.h"
 #include "kiln/ending.h"
+#include "kiln/enum_names.h"
 #include "kiln/launcher.h"
 #include "kiln/manifest.h"
 
 namespace kiln::build {
 
 enum class JobStatus { pending, running, done, cached, failed, timeout, crashed, skipped };
-// "pending", "running", "done", "cached", "failed", "timeout", "crashed", "skipped".
+// Their names, as reports and progress say them (kiln/enum_names.h).
+inline constexpr EnumName<JobStatus> kJobStatusNames[] = {
+    {JobStatus::pending, "pending"}, {JobStatus::running, "running"},
+    {JobStatus::done, "done"},       {JobStatus::cached, "cached"},
+    {JobStatus::failed, "failed"},   {JobStatus::timeout, "timeout"},
+    {JobStatus::crashed, "crashed"}, {JobStatus::skipped, "skipped"}};
+static_assert(in_enum_order(kJobStatusNames, JobStatus::skipped), "a name for every JobStatus");
+// The status's name in kJobStatusNames ("cached").
 std::string_view status_name(JobStatus status);
 
 struct JobResult {

@@ -24,6 +24,7 @@
 #include <utility>
 #include <vector>
 
+#include "kiln/enum_names.h"
 #include "kiln/launcher.h"
 #include "kiln/recipe.h"
 
@@ -32,10 +33,19 @@ namespace kiln::cuda {
 enum class Backend { nvrtc, nvcc };
 enum class Format { ptx, cubin, fatbin };
 
+// Their names (kiln/enum_names.h), as the seed, kiln build's manifest and kiln cuda compile spell
+// them.
+inline constexpr EnumName<Backend> kBackendNames[] = {{Backend::nvrtc, "nvrtc"},
+                                                      {Backend::nvcc, "nvcc"}};
+static_assert(in_enum_order(kBackendNames, Backend::nvcc), "a name for every Backend");
+inline constexpr EnumName<Format> kFormatNames[] = {
+    {Format::ptx, "ptx"}, {Format::cubin, "cubin"}, {Format::fatbin, "fatbin"}};
+static_assert(in_enum_order(kFormatNames, Format::fatbin), "a name for every Format");
+
 // "nvrtc" / "nvcc"; anything else is InvalidArgument with the seed's message.
 Backend backend_from_name(std::string_view name);
 std::string_view backend_name(Backend backend);
-// "ptx" / "cubin" / "fatbin"; anything else is InvalidArgument.
+// "ptx" / "cubin" / "fatbin"; anything else is InvalidArgument with the seed's message.
 Format format_from_name(std::string_view name);
 std::string_view format_name(Format format);
 

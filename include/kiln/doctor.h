@@ -22,9 +22,14 @@
 #include <string_view>
 #include <vector>
 
+#include "kiln/enum_names.h"
+
 namespace kiln::doctor {
 
 enum class Status { pass, warn, fail };
+inline constexpr EnumName<Status> kStatusNames[] = {
+    {Status::pass, "PASS"}, {Status::warn, "WARN"}, {Status::fail, "FAIL"}};
+static_assert(in_enum_order(kStatusNames, Status::fail), "a name for every Status");
 std::string_view status_name(Status status);  // "PASS", "WARN", "FAIL"
 
 struct Finding {
@@ -105,8 +110,9 @@ std::vector<Finding> check_library(const std::filesystem::path& library,
 std::vector<Finding> check_python_tvm(const std::filesystem::path& python = {});
 
 struct DistOptions {
-  // "sccache", "icecc" or "distcc" (anything else is kiln::InvalidArgument); "" = the first of
-  // them on PATH, sccache first.
+  // The name of a launcher that distributes (kiln/launcher.h's distributing_launcher_names():
+  // "sccache", "distcc", "icecc"; anything else is kiln::InvalidArgument); "" = the first of them
+  // on PATH, in that order.
   std::string engine{};
   // The limit of each probe that asks a server something (a scheduler's status, a daemon's
   // socket); a trivial compile may take three times as long (sccache packages and uploads the

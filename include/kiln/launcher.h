@@ -13,24 +13,34 @@
 // icecc by where to get it.
 #pragma once
 
-#include <cstddef>
-#include <iterator>
 #include <map>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "kiln/enum_names.h"
+
 namespace kiln {
 
-// The launchers kiln knows, named by kLauncherNames in this order.
+// The launchers kiln knows, each a row of kLaunchers.
 enum class LauncherKind { ccache, sccache, distcc, icecc };
 
-// The names of the launchers, by LauncherKind: launcher_kind() reads them, launcher_name() says
-// them, Launcher::named accepts them.
-inline constexpr std::string_view kLauncherNames[] = {"ccache", "sccache", "distcc", "icecc"};
-static_assert(std::size(kLauncherNames) == static_cast<std::size_t>(LauncherKind::icecc) + 1,
-              "a name for every LauncherKind");
+// One row per launcher, in LauncherKind's order (kiln/enum_names.h).
+struct LauncherRow {
+  LauncherKind value;
+  // What launcher_kind() reads, launcher_name() says, and Launcher::named accepts.
+  std::string_view name;
+  // Whether it may compile on another machine: sccache (with sccache-dist), distcc and icecc
+  // may; ccache only caches. kiln build routes by it, and kiln doctor --dist checks these, the
+  // first on PATH in this order when no engine is named.
+  bool distributes;
+};
+inline constexpr LauncherRow kLaunchers[] = {{LauncherKind::ccache, "ccache", false},
+                                             {LauncherKind::sccache, "sccache", true},
+                                             {LauncherKind::distcc, "distcc", true},
+                                             {LauncherKind::icecc, "icecc", true}};
+static_assert(in_enum_order(kLaunchers, LauncherKind::icecc), "a row for every LauncherKind");
 
 // The kind a name stands for ("sccache": LauncherKind::sccache); std::nullopt for any other name
 // ("", "make", "CCACHE").
@@ -39,8 +49,12 @@ std::optional<LauncherKind> launcher_kind(std::string_view name);
 // sccache, distcc, icecc)" for any other name: what a name given on a command line or to
 // Launcher::named must be.
 LauncherKind known_launcher_kind(std::string_view name);
-// The kind's name in kLauncherNames ("sccache"): what messages and cache keys say.
+// The kind's name in kLaunchers ("sccache"): what messages and cache keys say.
 std::string_view launcher_name(LauncherKind kind);
+// Whether the kind's launcher may send a compile to another machine (LauncherRow::distributes).
+bool launcher_distributes(LauncherKind kind);
+// The names of the launchers that distribute, in kLaunchers' order: "sccache", "distcc", "icecc".
+std::vector<std::string> distributing_launcher_names();
 
 struct Launcher {
   using Environment = std::map<std::string, std::optional<std::string>>;
@@ -59,7 +73,7 @@ struct Launcher {
   static Launcher icecc(Environment env = {});
   // The launcher of that kind.
   static Launcher of(LauncherKind kind, Environment env = {});
-  // One of kLauncherNames; anything else is kiln::InvalidArgument (known_launcher_kind).
+  // The name of a row of kLaunchers; anything else is kiln::InvalidArgument (known_launcher_kind).
   static Launcher named(std::string_view name, Environment env = {});
 
   // prefix + argv.

@@ -22,40 +22,49 @@
 #include <vector>
 
 #include "kiln/cuda.h"
+#include "kiln/enum_names.h"
 #include "kiln/error.h"
 #include "kiln/launcher.h"
 
 namespace kiln::build {
 
 enum class JobKind {
-  object,            // "object":   one source -> <name>.o
-  shared,            // "shared":   sources and inputs -> <name>.so
-  executable,        // "executable": sources and inputs -> <name>
-  static_library,    // "static":   inputs -> <name>.a
-  llvm_ir,           // "llvm-ir":  one C/C++ source -> <name>.ll
-  cuda,              // "cuda":     one CUDA source -> <name>.ptx, .cubin or .fatbin
-  rocm_code_object,  // "rocm-co":  one OpenCL, LLVM IR or AMDGPU assembly source -> <name>.hsaco
-  wasm,              // "wasm":     C/C++ sources and inputs -> <name>.wasm
-  tar,               // "tar":      inputs -> <name>.tar
+  object,            // one source -> <name>.o
+  shared,            // sources and inputs -> <name>.so
+  executable,        // sources and inputs -> <name>
+  static_library,    // inputs -> <name>.a
+  llvm_ir,           // one C/C++ source -> <name>.ll
+  cuda,              // one CUDA source -> <name>.ptx, .cubin or .fatbin
+  rocm_code_object,  // one OpenCL, LLVM IR or AMDGPU assembly source -> <name>.hsaco
+  wasm,              // C/C++ sources and inputs -> <name>.wasm
+  tar,               // inputs -> <name>.tar
 };
 
-// Every kind, in the order above.
-inline constexpr JobKind kJobKinds[] = {
-    JobKind::object,           JobKind::shared,  JobKind::executable,
-    JobKind::static_library,   JobKind::llvm_ir, JobKind::cuda,
-    JobKind::rocm_code_object, JobKind::wasm,    JobKind::tar};
+// Every kind with its manifest spelling, in the order above (kiln/enum_names.h).
+inline constexpr EnumName<JobKind> kJobKindNames[] = {{JobKind::object, "object"},
+                                                      {JobKind::shared, "shared"},
+                                                      {JobKind::executable, "executable"},
+                                                      {JobKind::static_library, "static"},
+                                                      {JobKind::llvm_ir, "llvm-ir"},
+                                                      {JobKind::cuda, "cuda"},
+                                                      {JobKind::rocm_code_object, "rocm-co"},
+                                                      {JobKind::wasm, "wasm"},
+                                                      {JobKind::tar, "tar"}};
+static_assert(in_enum_order(kJobKindNames, JobKind::tar), "a name for every JobKind");
 
-// The manifest spelling: "object", "shared", "executable", "static", "llvm-ir", "cuda",
-// "rocm-co", "wasm", "tar".
+// The kind's manifest spelling (kJobKindNames).
 std::string_view kind_name(JobKind kind);
 // The kind spelled `name` in a manifest; std::nullopt for anything else.
 std::optional<JobKind> kind_from_name(std::string_view name);
 
 // The languages a job's sources may be in.
 enum class Language { c, cxx, cuda, llvm_ir, assembly, opencl };
-inline constexpr Language kLanguages[] = {Language::c,       Language::cxx,      Language::cuda,
-                                          Language::llvm_ir, Language::assembly, Language::opencl};
-// The manifest spelling: "c", "c++", "cuda", "llvm-ir", "asm", "opencl".
+// Every language with its manifest spelling.
+inline constexpr EnumName<Language> kLanguageNames[] = {
+    {Language::c, "c"},          {Language::cxx, "c++"},
+    {Language::cuda, "cuda"},    {Language::llvm_ir, "llvm-ir"},
+    {Language::assembly, "asm"}, {Language::opencl, "opencl"}};
+static_assert(in_enum_order(kLanguageNames, Language::opencl), "a name for every Language");
 std::string_view language_name(Language language);
 std::optional<Language> language_from_name(std::string_view name);
 // The language of a source file from its extension: .c -> c; .cc .cpp .cxx .c++ .C -> c++;
@@ -65,8 +74,9 @@ std::optional<Language> language_of(const std::filesystem::path& source);
 // Whose compiler builds object, shared, executable and static jobs: the host's, the Android NDK's
 // ($TVM_NDK_CC) or Xcode's (xcrun, on a Mac).
 enum class Toolchain { host, ndk, xcode };
-inline constexpr Toolchain kToolchains[] = {Toolchain::host, Toolchain::ndk, Toolchain::xcode};
-// "host", "ndk", "xcode".
+inline constexpr EnumName<Toolchain> kToolchainNames[] = {
+    {Toolchain::host, "host"}, {Toolchain::ndk, "ndk"}, {Toolchain::xcode, "xcode"}};
+static_assert(in_enum_order(kToolchainNames, Toolchain::xcode), "a name for every Toolchain");
 std::string_view toolchain_name(Toolchain toolchain);
 std::optional<Toolchain> toolchain_from_name(std::string_view name);
 

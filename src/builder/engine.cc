@@ -136,27 +136,7 @@ void check_options(const Options& options) {
 
 }  // namespace
 
-std::string_view status_name(JobStatus status) {
-  switch (status) {
-    case JobStatus::pending:
-      return "pending";
-    case JobStatus::running:
-      return "running";
-    case JobStatus::done:
-      return "done";
-    case JobStatus::cached:
-      return "cached";
-    case JobStatus::failed:
-      return "failed";
-    case JobStatus::timeout:
-      return "timeout";
-    case JobStatus::crashed:
-      return "crashed";
-    case JobStatus::skipped:
-      break;
-  }
-  return "skipped";
-}
+std::string_view status_name(JobStatus status) { return enum_name(kJobStatusNames, status); }
 
 std::string status_text(const JobResult& job) {
   std::string text(status_name(job.status));

@@ -1,5 +1,6 @@
-// The public face of the manifest (kiln/manifest.h): names of kinds, languages and toolchains,
-// output names, and parse_manifest / parse_manifest_text over the Parser (manifest_parser.h).
+// The public face of the manifest (kiln/manifest.h): names of kinds, languages and toolchains
+// (from their tables), output names, and parse_manifest / parse_manifest_text over the Parser
+// (manifest_parser.h).
 #include "kiln/manifest.h"
 
 #include <system_error>
@@ -13,60 +14,16 @@ namespace kiln::build {
 
 namespace fs = std::filesystem;
 
-std::string_view kind_name(JobKind kind) {
-  switch (kind) {
-    case JobKind::object:
-      return "object";
-    case JobKind::shared:
-      return "shared";
-    case JobKind::executable:
-      return "executable";
-    case JobKind::static_library:
-      return "static";
-    case JobKind::llvm_ir:
-      return "llvm-ir";
-    case JobKind::cuda:
-      return "cuda";
-    case JobKind::rocm_code_object:
-      return "rocm-co";
-    case JobKind::wasm:
-      return "wasm";
-    case JobKind::tar:
-      return "tar";
-  }
-  return "unknown";
-}
+std::string_view kind_name(JobKind kind) { return enum_name(kJobKindNames, kind); }
 
 std::optional<JobKind> kind_from_name(std::string_view name) {
-  for (JobKind kind : kJobKinds) {
-    if (kind_name(kind) == name) return kind;
-  }
-  return std::nullopt;
+  return enum_value(kJobKindNames, name);
 }
 
-std::string_view language_name(Language language) {
-  switch (language) {
-    case Language::c:
-      return "c";
-    case Language::cxx:
-      return "c++";
-    case Language::cuda:
-      return "cuda";
-    case Language::llvm_ir:
-      return "llvm-ir";
-    case Language::assembly:
-      return "asm";
-    case Language::opencl:
-      break;
-  }
-  return "opencl";
-}
+std::string_view language_name(Language language) { return enum_name(kLanguageNames, language); }
 
 std::optional<Language> language_from_name(std::string_view name) {
-  for (Language language : kLanguages) {
-    if (language_name(language) == name) return language;
-  }
-  return std::nullopt;
+  return enum_value(kLanguageNames, name);
 }
 
 std::optional<Language> language_of(const fs::path& source) {
@@ -83,22 +40,11 @@ std::optional<Language> language_of(const fs::path& source) {
 }
 
 std::string_view toolchain_name(Toolchain toolchain) {
-  switch (toolchain) {
-    case Toolchain::host:
-      return "host";
-    case Toolchain::ndk:
-      return "ndk";
-    case Toolchain::xcode:
-      break;
-  }
-  return "xcode";
+  return enum_name(kToolchainNames, toolchain);
 }
 
 std::optional<Toolchain> toolchain_from_name(std::string_view name) {
-  for (Toolchain toolchain : kToolchains) {
-    if (toolchain_name(toolchain) == name) return toolchain;
-  }
-  return std::nullopt;
+  return enum_value(kToolchainNames, name);
 }
 
 fs::path Job::output_name() const {

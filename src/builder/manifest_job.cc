@@ -65,7 +65,7 @@ void Parser::read_language(const Json& entry, Job& job, const std::string& where
     job.language = language_from_name(*name);
     if (!job.language) {
       fail(fmt::format("{}: \"{}\" is not a language (languages: {})", key, *name,
-                       languages_in_words(kLanguages, "and")));
+                       in_words(enum_names(kLanguageNames), "and")));
     }
   } else if (!job.sources.empty()) {
     key = at(where, "sources");

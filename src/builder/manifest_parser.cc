@@ -109,18 +109,20 @@ std::optional<double> Parser::timeout_at(const Json& object, std::string_view wh
 // Checks the value of launcher, toolchain, arch, format or backend (for a job of `kind`).
 void Parser::check_setting(std::string_view key, const std::string& value, JobKind kind,
                            std::string_view where) const {
-  auto refuse = [&](std::string_view what, std::span<const std::string_view> known) {
+  auto refuse = [&](std::string_view what, const std::vector<std::string>& known) {
     fail(fmt::format("{}: \"{}\" is not {} (one of {})", at(where, key), value, what,
                      fmt::join(known, ", ")));
   };
-  if (key == "launcher" && !launcher_kind(value)) refuse("a launcher", kLauncherNames);
+  if (key == "launcher" && !launcher_kind(value)) refuse("a launcher", enum_names(kLaunchers));
   if (key == "toolchain" && !toolchain_from_name(value)) {
-    std::vector<std::string_view> names;
-    for (Toolchain toolchain : kToolchains) names.push_back(toolchain_name(toolchain));
-    refuse("a toolchain", names);
+    refuse("a toolchain", enum_names(kToolchainNames));
   }
-  if (key == "format" && !has(kCudaFormats, value)) refuse("a CUDA format", kCudaFormats);
-  if (key == "backend" && !has(kCudaBackends, value)) refuse("a CUDA backend", kCudaBackends);
+  if (key == "format" && !enum_value(cuda::kFormatNames, value)) {
+    refuse("a CUDA format", enum_names(cuda::kFormatNames));
+  }
+  if (key == "backend" && !enum_value(cuda::kBackendNames, value)) {
+    refuse("a CUDA backend", enum_names(cuda::kBackendNames));
+  }
   if (key == "arch" && kind == JobKind::cuda && !is_cuda_arch(value)) {
     fail(fmt::format("{}: \"{}\" is not a CUDA arch (such as sm_80, sm_90a or compute_80)",
                      at(where, key), value));

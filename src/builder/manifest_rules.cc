@@ -53,23 +53,23 @@ KindSet input_kinds_of(JobKind kind) {
   }
 }
 
-std::string in_words(const std::vector<std::string_view>& words, std::string_view conjunction) {
-  if (words.size() <= 1) return words.empty() ? "" : std::string(words[0]);
-  std::span<const std::string_view> head(words.data(), words.size() - 1);
+std::string in_words(const std::vector<std::string>& words, std::string_view conjunction) {
+  if (words.size() <= 1) return words.empty() ? "" : words[0];
+  std::span<const std::string> head(words.data(), words.size() - 1);
   return fmt::format("{} {} {}", fmt::join(head, ", "), conjunction, words.back());
 }
 
 std::string kinds_in_words(KindSet set, std::string_view conjunction) {
-  std::vector<std::string_view> names;
-  for (JobKind kind : kJobKinds) {
-    if (contains(set, kind)) names.push_back(kind_name(kind));
+  std::vector<std::string> names;
+  for (const auto& [kind, name] : kJobKindNames) {
+    if (contains(set, kind)) names.emplace_back(name);
   }
   return in_words(names, conjunction);
 }
 
 std::string languages_in_words(std::span<const Language> languages, std::string_view conjunction) {
-  std::vector<std::string_view> names;
-  for (Language language : languages) names.push_back(language_name(language));
+  std::vector<std::string> names;
+  for (Language language : languages) names.emplace_back(language_name(language));
   return in_words(names, conjunction);
 }
 

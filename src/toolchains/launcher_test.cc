@@ -29,14 +29,24 @@ namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 
 TEST(LauncherKind, EveryNameRoundTrips) {
-  for (std::string_view name : kLauncherNames) {
-    std::optional<LauncherKind> kind = launcher_kind(name);
-    ASSERT_TRUE(kind.has_value()) << name;
-    EXPECT_EQ(launcher_name(*kind), name);
-    EXPECT_EQ(known_launcher_kind(name), *kind);
+  for (const LauncherRow& row : kLaunchers) {
+    std::optional<LauncherKind> kind = launcher_kind(row.name);
+    ASSERT_TRUE(kind.has_value()) << row.name;
+    EXPECT_EQ(*kind, row.value);
+    EXPECT_EQ(launcher_name(*kind), row.name);
+    EXPECT_EQ(known_launcher_kind(row.name), *kind);
   }
   EXPECT_EQ(launcher_kind("sccache"), LauncherKind::sccache);
   EXPECT_EQ(launcher_name(LauncherKind::icecc), "icecc");
+}
+
+TEST(LauncherKind, AllButCcacheDistribute) {
+  EXPECT_FALSE(launcher_distributes(LauncherKind::ccache));
+  EXPECT_TRUE(launcher_distributes(LauncherKind::sccache));
+  EXPECT_TRUE(launcher_distributes(LauncherKind::distcc));
+  EXPECT_TRUE(launcher_distributes(LauncherKind::icecc));
+  EXPECT_EQ(distributing_launcher_names(),
+            (std::vector<std::string>{"sccache", "distcc", "icecc"}));
 }
 
 TEST(LauncherKind, AnyOtherNameIsNone) {

@@ -114,7 +114,7 @@ int jobs_value(const std::string& text) {
   return jobs;
 }
 
-// --launcher's value: std::nullopt when not given; a name not in kLauncherNames is
+// --launcher's value: std::nullopt when not given; a name not in kLaunchers is
 // InvalidArgument (exit 2).
 std::optional<LauncherKind> launcher_of(const std::string& name) {
   if (name.empty()) return std::nullopt;

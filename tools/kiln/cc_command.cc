@@ -27,11 +27,6 @@ struct CcArgs {
   std::vector<std::string> libs;
 };
 
-// kLauncherNames, in their order, as CLI::IsMember takes them.
-std::vector<std::string> launcher_names() {
-  return {std::begin(kLauncherNames), std::end(kLauncherNames)};
-}
-
 using BuildFn = RunResult (*)(const std::filesystem::path&,
                               const std::vector<std::filesystem::path>&, const cc::Options&);
 
@@ -63,7 +58,7 @@ void add_build(CLI::App& cc, const char* name, const char* description, BuildFn 
   sub->add_option("-o,--output", args->output, "The file to write")->required();
   sub->add_option("--cc", args->cc, "The compiler (default: $CXX, $CC, g++, gcc, clang++, ...)");
   sub->add_option("--launcher", args->launcher, "Run the compiler through this launcher")
-      ->check(CLI::IsMember(launcher_names()));
+      ->check(CLI::IsMember(enum_names(kLaunchers)));
   sub->add_option("--cwd", args->cwd, "Run the compiler in this directory");
   sub->add_option("--timeout", args->timeout_seconds, "Kill the compiler after this many seconds")
       ->check(CLI::NonNegativeNumber);

@@ -151,12 +151,12 @@ void add_cuda(CLI::App& app, int* status) {
       ->required()
       ->check(CLI::ExistingFile);
   compile_cmd->add_option("--backend", args->backend, "nvrtc (default) or nvcc")
-      ->check(CLI::IsMember({"nvrtc", "nvcc"}));
+      ->check(CLI::IsMember(enum_names(cuda::kBackendNames)));
   compile_cmd
       ->add_option("--format", args->format,
                    "ptx, cubin or fatbin (nvcc only); default: "
                    "cubin with NVRTC, ptx with nvcc")
-      ->check(CLI::IsMember({"ptx", "cubin", "fatbin"}));
+      ->check(CLI::IsMember(enum_names(cuda::kFormatNames)));
   compile_cmd->add_option("--arch", args->arch, "sm_80, sm_90a, ...; default: the GPU's");
   compile_cmd->add_option("-o,--output", args->output,
                           "Where to write it (default: FILE's name "

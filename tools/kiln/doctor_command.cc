@@ -8,10 +8,12 @@
 #include <memory>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include "commands.h"
 #include "kiln/doctor.h"
+#include "kiln/launcher.h"
 #include "kiln/text.h"
 
 namespace kiln::cli {
@@ -74,10 +76,11 @@ void add_doctor(CLI::App& app, int* status) {
       "--dist", *dist,
       "Check the distributed compile engine instead, end to end: scheduler, servers, auth and "
       "a trivial remote compile");
-  sub->add_option(
-         "--launcher", dist_options->engine,
-         "With --dist: the engine (default: sccache when on PATH, else icecc, else distcc)")
-      ->check(CLI::IsMember({"sccache", "icecc", "distcc"}))
+  std::vector<std::string> engines = distributing_launcher_names();
+  sub->add_option("--launcher", dist_options->engine,
+                  fmt::format("With --dist: the engine (default: the first on PATH of {})",
+                              fmt::join(engines, ", ")))
+      ->check(CLI::IsMember(engines))
       ->needs(dist_flag);
   sub->add_option_function<int>(
          "--timeout",

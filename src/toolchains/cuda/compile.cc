@@ -121,34 +121,19 @@ std::string joined_for_key(const std::vector<std::string>& parts) {
 }  // namespace internal
 
 Backend backend_from_name(std::string_view name) {
-  if (name == "nvrtc") return Backend::nvrtc;
-  if (name == "nvcc") return Backend::nvcc;
+  if (std::optional<Backend> backend = enum_value(kBackendNames, name)) return *backend;
   throw InvalidArgument(fmt::format("cuda compiler must be 'nvcc' or 'nvrtc', got: {}", name));
 }
 
-std::string_view backend_name(Backend backend) {
-  return backend == Backend::nvcc ? "nvcc" : "nvrtc";
-}
+std::string_view backend_name(Backend backend) { return enum_name(kBackendNames, backend); }
 
 Format format_from_name(std::string_view name) {
-  if (name == "ptx") return Format::ptx;
-  if (name == "cubin") return Format::cubin;
-  if (name == "fatbin") return Format::fatbin;
+  if (std::optional<Format> format = enum_value(kFormatNames, name)) return *format;
   throw InvalidArgument(
       fmt::format("target_format must be in cubin, ptx, fatbin, got: '{}'", name));
 }
 
-std::string_view format_name(Format format) {
-  switch (format) {
-    case Format::ptx:
-      return "ptx";
-    case Format::cubin:
-      return "cubin";
-    case Format::fatbin:
-      break;
-  }
-  return "fatbin";
-}
+std::string_view format_name(Format format) { return enum_name(kFormatNames, format); }
 
 bool uses_nvshmem(std::string_view code) {
   return code.find("#include <nvshmem.h>") != std::string_view::npos ||
