@@ -27,7 +27,7 @@ if(NOT KILN_HAVE_XXHASH_H)
   list(APPEND _kiln_missing_debian libxxhash-dev)
 endif()
 
-# The remote cache's clients: Redis is spoken by kiln itself (src/base/remote_store_redis.cc);
+# The remote cache's clients: Redis is spoken by kiln itself (src/remote/redis_store.cc);
 # libcurl is loaded at run time, so only its header is needed here.
 find_path(KILN_CURL_INCLUDE_DIR curl/curl.h)
 if(NOT KILN_CURL_INCLUDE_DIR)

@@ -24,8 +24,8 @@
 // running server makes them again. A directory whose server is gone (killed, even by SIGKILL) is
 // removed by stats(), clear(), eviction and the next server's start; a live server's never is.
 //
-// A second level on a shared server (kiln/remote_store.h: Redis, or HTTP in the ccache/Bazel
-// layout) when one is configured ($KILN_REMOTE_CACHE, or CacheOptions::remote): a local miss asks
+// A second level on a shared server (kiln/remote_store.h: the servers kiln::remote_backends()
+// lists) when one is configured ($KILN_REMOTE_CACHE, or CacheOptions::remote): a local miss asks
 // the server, and what it serves is verified by its SHA-256 and written to the local level; a
 // store goes to the server too when the mode is read-write (the default is read-only: what a
 // read-write cache holds is code its writers chose). The server's faults never fail a caller:
@@ -50,13 +50,14 @@
 
 namespace kiln {
 
-namespace internal {
-class RemoteLevel;
-}  // namespace internal
+// The remote level as a Cache holds it (src/base/internal/remote_cache_level.h; the remote
+// layer, src/remote, implements it).
+class RemoteCacheLevel;
 
 // The shared second level (docs/remote-cache.md).
 struct RemoteCacheOptions {
-  // redis://[user[:password]@]host[:port][/db], redis+unix:///path[?db=N], http(s)://host/prefix.
+  // The server: a URL of one of the forms kiln::remote_backends() lists (kiln/remote_store.h),
+  // such as redis://cache:6379/0 or https://cache/kiln.
   std::string url{};
   // Read-write: stores go to the server too. Read-only (the default): only fetches.
   bool read_write = false;
@@ -76,7 +77,8 @@ struct RemoteCacheOptions {
   // $KILN_REMOTE_CACHE_CREDENTIALS, $KILN_REMOTE_CACHE_CA, $KILN_REMOTE_CACHE_TIMEOUT (seconds),
   // $KILN_REMOTE_CACHE_FAULT_MEMORY (seconds);
   // std::nullopt when $KILN_REMOTE_CACHE is unset. Throws InvalidArgument naming the variable
-  // for a URL, mode or number of seconds it cannot read.
+  // for a URL, mode or number of seconds it cannot read. (The remote layer defines it, in
+  // src/remote/remote_cache_settings.cc: reading a URL is its registry's.)
   static std::optional<RemoteCacheOptions> from_environment();
 };
 
@@ -202,9 +204,8 @@ class Cache {
   std::filesystem::path base_;
   // Whether lookups count in the directory's counters (not those of local_only()).
   bool counted_ = true;
-  // The second level (src/base/internal/remote_level.h), shared by every Cache of this process
-  // on the same server; null when none.
-  std::shared_ptr<internal::RemoteLevel> remote_;
+  // The second level, shared by every Cache of this process on the same server; null when none.
+  std::shared_ptr<RemoteCacheLevel> remote_;
   // with_remote_check()'s check; null when none.
   std::shared_ptr<const std::function<std::optional<std::string>(std::string_view)>> check_;
 };

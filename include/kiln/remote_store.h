@@ -1,5 +1,6 @@
 // A cache server kiln shares compiled objects through: Redis, or HTTP(S) in the layout ccache,
-// sccache and Bazel remote caches use. kiln runs no server of its own.
+// sccache and Bazel remote caches use, one backend per URL scheme (remote_backends() lists them).
+// kiln runs no server of its own.
 //
 //   kiln::RemoteStoreOptions options = kiln::RemoteStoreOptions::parse("redis://cache:6379/0");
 //   std::unique_ptr<kiln::RemoteStore> store = kiln::open_remote_store(options);
@@ -26,10 +27,13 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "kiln/error.h"
 
 namespace kiln {
+
+struct RemoteCacheOptions;  // kiln/cache.h
 
 // A fault of the server or of the way to it (never of the object asked for: a missing object is
 // std::nullopt).
@@ -39,8 +43,8 @@ class RemoteStoreError : public Error {
 };
 
 struct RemoteStoreOptions {
-  enum class Scheme { redis, redis_unix, http, https };
-  Scheme scheme = Scheme::redis;
+  // The URL's scheme ("redis+unix"), one of remote_backends()'; set by parse().
+  std::string scheme{};
   // The URL as given (it may hold credentials: never print it; print redacted_url(url)).
   std::string url{};
   // redis: host and port (6379 when not given) and database (0); redis+unix: the socket path
@@ -60,14 +64,27 @@ struct RemoteStoreOptions {
   std::chrono::milliseconds connect_timeout{1000};
   std::chrono::milliseconds operation_timeout{2000};
 
-  // Parses `url` (redis://[user[:password]@]host[:port][/db], redis+unix:///path[?db=N],
-  // http(s)://[user:password@]host[:port][/prefix]) and reads `credentials_file` when given.
-  // Throws InvalidArgument naming what is wrong (the URL redacted), FileNotFound for a
-  // credentials or CA file that is not there.
+  // Parses `url` (of a form remote_backends() lists, as "redis://cache:6379/0") by its scheme's
+  // backend and reads `credentials_file` when given. Throws InvalidArgument naming what is wrong
+  // (the URL redacted) and the forms kiln takes, FileNotFound for a credentials or CA file that
+  // is not there.
   static RemoteStoreOptions parse(std::string_view url,
                                   std::optional<std::filesystem::path> credentials_file = {},
                                   std::optional<std::filesystem::path> ca_file = {});
+  // What a cache's remote level (kiln/cache.h) opens its store with: options.url parsed with its
+  // credentials and CA files, each operation limited to options.operation_timeout, and
+  // connecting to a third of that (at most 1 s). Throws as parse().
+  static RemoteStoreOptions for_cache(const RemoteCacheOptions& options);
 };
+
+// A kind of server kiln can use, by its URL's scheme.
+struct RemoteBackendInfo {
+  std::string scheme;       // "redis+unix"
+  std::string form;         // "redis+unix:///path/to/socket[?db=N]"
+  std::string description;  // "Redis on a Unix socket"
+};
+// Every scheme RemoteStoreOptions::parse takes, in the order messages list them.
+std::vector<RemoteBackendInfo> remote_backends();
 
 // `url` with its user info (user and password: a token is often given as the user) and its
 // query replaced by "***": "https://***@cache/kiln?***".
@@ -100,9 +117,10 @@ class RemoteStore {
   virtual const std::string& name() const = 0;
 };
 
-// The store for `options`. Connects lazily: a server that is down is a RemoteStoreError of the
-// first operation, not of this call. Throws RemoteStoreError when the HTTP client library
-// (libcurl.so.4, loaded on first use of an http(s) store) is not installed.
+// The store for `options` (of the backend of options.scheme). Connects lazily: a server that is
+// down is a RemoteStoreError of the first operation, not of this call. Throws RemoteStoreError
+// when the HTTP client library (libcurl.so.4, loaded on first use of an http(s) store) is not
+// installed, InvalidArgument for a scheme no backend has.
 std::unique_ptr<RemoteStore> open_remote_store(const RemoteStoreOptions& options);
 
 }  // namespace kiln

@@ -23,12 +23,11 @@
 #include "internal/cache_tag.h"
 #include "internal/fd.h"
 #include "internal/files.h"
-#include "internal/remote_level.h"
+#include "internal/remote_cache_level.h"
 #include "internal/server_directories.h"
 #include "internal/trusted_directory.h"
 #include "kiln/error.h"
 #include "kiln/file_lock.h"
-#include "kiln/remote_store.h"
 
 namespace kiln {
 namespace {
@@ -312,13 +311,8 @@ Cache Cache::open(const CacheOptions& options) {
   reap_temporaries(cache.open_->fd.get());
   cache.base_ = internal::base_directory_of(options.base_directory);
   // A setting it cannot read is the caller's error, as in the CLI (docs/remote-cache.md).
-  std::optional<RemoteCacheOptions> remote =
-      options.remote ? options.remote : RemoteCacheOptions::from_environment();
-  if (remote && !remote->url.empty()) (void)RemoteStoreOptions::parse(remote->url);
-  if (remote && !remote->url.empty()) {
-    cache.remote_ = internal::RemoteLevel::of(*remote);
-    cache.remote_->remember_faults_in(cache.directory_);
-  }
+  // The level comes from the remote layer (internal/remote_cache_level.h).
+  cache.remote_ = internal::remote_cache_level(options.remote, cache.directory_);
   return cache;
 }
 
@@ -387,8 +381,8 @@ std::optional<std::string> Cache::get(std::string_view key, CacheOrigin* origin)
     open_->flush_now_and_then();
     return std::nullopt;
   }
-  internal::RemoteLevel::Fetched fetched = remote_->fetch(key);
-  using Outcome = internal::RemoteLevel::Outcome;
+  RemoteCacheLevel::Fetched fetched = remote_->fetch(key);
+  using Outcome = RemoteCacheLevel::Outcome;
   switch (fetched.outcome) {
     case Outcome::hit:  // counted below, once it proves usable here
       break;

@@ -7,7 +7,6 @@
 
 #include <fmt/format.h>
 
-#include "internal/remote_level.h"
 #include "internal/sha256.h"
 #include "kiln/cache.h"
 #include "kiln/doctor.h"
@@ -62,7 +61,7 @@ std::vector<Finding> check_remote_cache() {
   std::string mode = remote->read_write ? "read-write" : "read-only";
   Finding f{std::string(kCheck), Status::pass, "", ""};
   try {
-    std::unique_ptr<RemoteStore> store = open_remote_store(internal::store_options(*remote));
+    std::unique_ptr<RemoteStore> store = open_remote_store(RemoteStoreOptions::for_cache(*remote));
     double ms = median_round_trip_ms(*store, 5);
     std::string wrote = "read";
     if (remote->read_write) {

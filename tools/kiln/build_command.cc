@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <charconv>
 #include <chrono>
 #include <cstdio>
@@ -20,6 +21,7 @@
 #include <vector>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "commands.h"
 #include "interrupts.h"
@@ -192,6 +194,20 @@ int run_build_command(const BuildArgs& args) {
   return report.summary.ok() ? kExitOk : kExitFailed;
 }
 
+// --remote-cache's help: the forms of the registry's backends, each once.
+std::string remote_cache_help() {
+  std::vector<std::string> forms;
+  for (const RemoteBackendInfo& backend : remote_backends()) {
+    if (std::find(forms.begin(), forms.end(), backend.form) == forms.end()) {
+      forms.push_back(backend.form);
+    }
+  }
+  return fmt::format(
+      "A shared second level for the cache: {}; default $KILN_REMOTE_CACHE "
+      "(docs/remote-cache.md)",
+      fmt::join(forms, ", "));
+}
+
 }  // namespace
 
 void add_build(CLI::App& app, int* status) {
@@ -221,10 +237,7 @@ void add_build(CLI::App& app, int* status) {
                   "front of nvcc; NVRTC compiles in kiln's process, never elsewhere)");
   sub->add_flag("--keep-going", args->keep_going, "Build what does not depend on a failure");
   sub->add_flag("--no-cache", args->no_cache, "Neither read nor fill the cache");
-  sub->add_option("--remote-cache", args->remote_cache,
-                  "A shared second level for the cache: redis://host[:port][/db], "
-                  "redis+unix:///path, or http(s)://host/prefix (ccache/Bazel layout); default "
-                  "$KILN_REMOTE_CACHE (docs/remote-cache.md)");
+  sub->add_option("--remote-cache", args->remote_cache, remote_cache_help());
   sub->add_option("--remote-cache-mode", args->remote_cache_mode,
                   "read-only (default: only fetch) or read-write (also upload what is built); "
                   "default $KILN_REMOTE_CACHE_MODE")

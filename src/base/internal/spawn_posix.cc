@@ -17,7 +17,7 @@
 #include <fmt/format.h>
 
 #include "internal/path_list.h"
-#include "internal/remote_level.h"
+#include "internal/remote_cache_level.h"
 #include "internal/spawn.h"
 #include "kiln/error.h"
 
@@ -355,8 +355,9 @@ std::vector<std::string> make_environment(
     }
   }
   if (!replace && vars.count("KILN_REMOTE_CACHE") != 0) {
-    // The parent's credentials never reach a child's environment (internal/remote_level.h).
-    for (const auto& [name, value] : child_remote_cache_environment()) {
+    // The parent's credentials never reach a child's environment (the remote layer's hook,
+    // internal/remote_cache_level.h).
+    for (const auto& [name, value] : remote_cache_child_environment()) {
       if (value) vars[name] = *value;
     }
   }

@@ -1,6 +1,6 @@
-// What kiln/remote_store.h's front (remote_store.cc) and its two backends (remote_store_redis.cc,
-// remote_store_http.cc) share: the backends' constructors, the check of object names, a pool of
-// idle connections and the guard that keeps SIGPIPE from the host.
+// What the remote backends' stores (redis_store.cc, http_store.cc) share: the check of object
+// names, a pool of idle connections, a host looked up once within a limit, the limits on replies
+// and the guard that keeps SIGPIPE from the host (store_support.cc, host_resolver.cc).
 #pragma once
 
 #include <signal.h>
@@ -18,16 +18,6 @@
 #include "kiln/remote_store.h"
 
 namespace kiln::internal {
-
-// The backends. Neither connects here. open_http_store loads libcurl first (once per process)
-// and throws RemoteStoreError when it cannot.
-std::unique_ptr<RemoteStore> open_redis_store(const RemoteStoreOptions& options);
-std::unique_ptr<RemoteStore> open_http_store(const RemoteStoreOptions& options);
-
-// Why `library` cannot serve as kiln's libcurl (it does not load, or lacks a function kiln
-// calls): the message open_http_store would throw; "" when it can. The tests' seam for a machine
-// without libcurl.
-std::string curl_unavailable(const char* library);
 
 // Throws InvalidArgument (naming `store`) unless `kind` is 1 to 32 of [a-z0-9_-] and `hex` 1 to
 // 128 lowercase hex digits: names that can go into a URL path or a Redis key as they are.

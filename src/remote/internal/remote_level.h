@@ -1,4 +1,5 @@
-// The cache's second level (kiln/cache.h): entries on a shared server, addressed by content.
+// The cache's second level (kiln/cache.h; base's interface RemoteCacheLevel, in
+// src/base/internal/remote_cache_level.h): entries on a shared server, addressed by content.
 //
 // An entry's payload (what the local level holds under a key) is stored as two objects:
 //   ac/<sha256("kiln-ac-1" key)>   "kiln-ac-1\n<sha256 of the payload> <its size>\n"
@@ -33,41 +34,35 @@
 #include <string>
 #include <string_view>
 
+#include "internal/remote_cache_level.h"
 #include "kiln/cache.h"
 #include "kiln/remote_store.h"
 
 namespace kiln::internal {
 
-class RemoteLevel : public std::enable_shared_from_this<RemoteLevel> {
+class RemoteLevel final : public RemoteCacheLevel,
+                          public std::enable_shared_from_this<RemoteLevel> {
  public:
   // The process's level for `options` (options.url must not be empty).
   static std::shared_ptr<RemoteLevel> of(const RemoteCacheOptions& options);
 
-  enum class Outcome { hit, miss, fault, rejected, off };
-  struct Fetched {
-    Outcome outcome = Outcome::off;
-    std::string payload{};
-  };
   // The payload stored under `key`, verified.
-  Fetched fetch(std::string_view key);
+  Fetched fetch(std::string_view key) override;
   // Uploads the payload (read-write only; larger than max_object_bytes: skipped). Returns
   // whether it was stored.
-  bool store(std::string_view key, std::string_view payload);
+  bool store(std::string_view key, std::string_view payload) override;
 
   bool read_write() const noexcept { return options_.read_write; }
   // "<redacted url> (read-only)".
-  std::string description() const;
-  RemoteCounters counters() const;
+  std::string description() const override;
+  RemoteCounters counters() const override;
   // The one warning this level printed, "" when none.
   std::string warning() const;
-  // A hit whose entry turned out to be pinned to another checkout: counted as a miss.
-  void unusable_hit() {
+  void unusable_hit() override {
     hits_.fetch_sub(1);
     misses_.fetch_add(1);
   }
-  // A verified hit the caller found to be another kind of object than it asked for: counted as
-  // rejected (not a hit), warned about once.
-  void rejected_hit(std::string_view what) {
+  void rejected_hit(std::string_view what) override {
     hits_.fetch_sub(1);
     reject(what);
   }
@@ -113,12 +108,9 @@ class RemoteLevel : public std::enable_shared_from_this<RemoteLevel> {
   std::atomic<bool> marked_{false}, unmarked_{false};
 };
 
-// What the store of `options` is opened with: its URL and files read, connecting limited to a
-// third of an operation's limit (at most 1 s). Throws as RemoteStoreOptions::parse.
-RemoteStoreOptions store_options(const RemoteCacheOptions& options);
-
 // What a child process gets instead of the inherited $KILN_REMOTE_CACHE when that URL holds
-// credentials (internal/spawn.h's make_environment applies it): the URL without its user info,
+// credentials (internal/spawn.h's make_environment applies it, through the hook of
+// internal/remote_cache_level.h; remote_cache_settings.cc): the URL without its user info,
 // and $KILN_REMOTE_CACHE_CREDENTIALS naming a file (0600, in <cache dir>/remote-credentials,
 // 0700) that holds them, so that a compiler's environment never shows the password while a kiln
 // child (a pool worker) still reaches the server. Empty when the URL has none (or is unset).

@@ -1,4 +1,4 @@
-// The cache's second level (internal/remote_level.h) and its configuration (kiln/cache.h).
+// The cache's second level (internal/remote_level.h).
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -29,24 +29,6 @@ constexpr int kFaultsBeforeGivingUp = 3;
 constexpr std::string_view kActionMagic = "kiln-ac-1\n";
 
 constexpr const char* kFaultsDirectory = "remote-faults";
-
-// Seconds in (0, 600] (or [0, 600] when `zero_ok`) from the variable `name`; InvalidArgument
-// naming it otherwise.
-double seconds_setting(const char* name, const std::string& text, bool zero_ok) {
-  double value = -1;
-  try {
-    size_t used = 0;
-    value = std::stod(text, &used);
-    if (used != text.size()) value = -1;
-  } catch (const std::exception&) {
-    value = -1;
-  }
-  if (!((value > 0 || (zero_ok && value == 0)) && value <= 600)) {
-    throw InvalidArgument(fmt::format("{} must be a number of seconds in {}0, 600], not '{}'", name,
-                                      zero_ok ? "[" : "(", text));
-  }
-  return value;
-}
 
 std::int64_t now_ns() {
   timespec now{};
@@ -94,77 +76,7 @@ std::optional<T> unless_cancelled(Op op) {
 
 }  // namespace
 
-std::optional<RemoteCacheOptions> RemoteCacheOptions::from_environment() {
-  std::optional<std::string> url = internal::env("KILN_REMOTE_CACHE");
-  if (!url) return std::nullopt;
-  try {  // the URL's syntax only: the files it may name are read on first use
-    (void)RemoteStoreOptions::parse(*url);
-  } catch (const InvalidArgument& e) {
-    throw InvalidArgument(fmt::format("KILN_REMOTE_CACHE: {}", e.what()));
-  }
-  RemoteCacheOptions options{.url = *url};
-  std::string mode = internal::env("KILN_REMOTE_CACHE_MODE").value_or("read-only");
-  if (mode == "read-write") {
-    options.read_write = true;
-  } else if (mode != "read-only") {
-    throw InvalidArgument(
-        fmt::format("KILN_REMOTE_CACHE_MODE must be read-only or read-write, not '{}'", mode));
-  }
-  if (auto file = internal::env("KILN_REMOTE_CACHE_CREDENTIALS")) options.credentials_file = *file;
-  if (auto file = internal::env("KILN_REMOTE_CACHE_CA")) options.ca_file = *file;
-  if (auto seconds = internal::env("KILN_REMOTE_CACHE_TIMEOUT")) {
-    double value = seconds_setting("KILN_REMOTE_CACHE_TIMEOUT", *seconds, false);
-    options.operation_timeout = std::chrono::milliseconds(static_cast<long>(value * 1000));
-  }
-  if (auto seconds = internal::env("KILN_REMOTE_CACHE_FAULT_MEMORY")) {
-    double value = seconds_setting("KILN_REMOTE_CACHE_FAULT_MEMORY", *seconds, true);
-    options.fault_memory = std::chrono::seconds(static_cast<long>(value));
-  }
-  return options;
-}
-
 namespace internal {
-
-std::map<std::string, std::optional<std::string>> child_remote_cache_environment() {
-  static std::mutex mutex;
-  static std::string known_url;
-  static std::map<std::string, std::optional<std::string>> known;
-  std::optional<std::string> url = env("KILN_REMOTE_CACHE");
-  if (!url) return {};
-  std::lock_guard lock(mutex);
-  if (*url == known_url) return known;
-  known_url = *url;
-  known.clear();
-  size_t start = url->find("://");
-  if (start == std::string::npos) return known;
-  start += 3;
-  size_t end = std::min(url->find('/', start), url->size());
-  size_t at = url->rfind('@', end == 0 ? 0 : end - 1);
-  if (at == std::string::npos || at < start) return known;  // no user info
-  known["KILN_REMOTE_CACHE"] = url->substr(0, start) + url->substr(at + 1);
-  std::string line;
-  try {
-    RemoteStoreOptions parsed = RemoteStoreOptions::parse(*url);
-    line = parsed.token                     ? *parsed.token
-           : parsed.user && parsed.password ? *parsed.user + ":" + *parsed.password
-           : parsed.password                ? *parsed.password
-                                            : parsed.user.value_or("");
-    Cache cache = Cache::open({.enabled = true, .remote = RemoteCacheOptions{}});
-    std::filesystem::path dir = cache.directory() / "remote-credentials";
-    if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) return known;
-    UniqueFd fd(retry_eintr(
-        [&] { return ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC); }));
-    struct stat st {};
-    if (!fd || ::fstat(fd.get(), &st) != 0 || st.st_uid != ::geteuid() || (st.st_mode & 077) != 0) {
-      return known;
-    }
-    std::string name = sha256_hex(*url);
-    write_file_atomically_at(fd.get(), name, line + "\n", 0600, dir / name);
-    known["KILN_REMOTE_CACHE_CREDENTIALS"] = (dir / name).string();
-  } catch (const Error&) {  // NOLINT(bugprone-empty-catch): the child gets the URL without them
-  }
-  return known;
-}
 
 std::string remote_action_name(std::string_view key) {
   Sha256 hash;
@@ -175,14 +87,6 @@ std::string remote_action_name(std::string_view key) {
 
 std::string remote_action_text(std::string_view content_sha256, std::uint64_t size) {
   return fmt::format("{}{} {}\n", kActionMagic, content_sha256, size);
-}
-
-RemoteStoreOptions store_options(const RemoteCacheOptions& options) {
-  RemoteStoreOptions store =
-      RemoteStoreOptions::parse(options.url, options.credentials_file, options.ca_file);
-  store.operation_timeout = options.operation_timeout;
-  store.connect_timeout = std::min(std::chrono::milliseconds(1000), options.operation_timeout / 3);
-  return store;
 }
 
 std::shared_ptr<RemoteLevel> RemoteLevel::of(const RemoteCacheOptions& options) {
@@ -333,7 +237,7 @@ RemoteStore* RemoteLevel::open_store() {
   if (store_) return store_.get();
   if (given_up_.load()) return nullptr;
   try {
-    store_ = open_remote_store(store_options(options_));
+    store_ = open_remote_store(RemoteStoreOptions::for_cache(options_));
     return store_.get();
   } catch (const Error& e) {
     given_up_.store(true);

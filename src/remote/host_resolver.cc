@@ -1,4 +1,4 @@
-// HostResolver (internal/remote_backends.h): a cache host's name looked up once, with a limit,
+// HostResolver (internal/store_support.h): a cache host's name looked up once, with a limit,
 // on a thread that is left behind, never joined, when the resolver does not answer in time.
 #include <netdb.h>
 #include <netinet/in.h>
@@ -11,7 +11,7 @@
 
 #include <fmt/format.h>
 
-#include "internal/remote_backends.h"
+#include "internal/store_support.h"
 
 namespace kiln::internal {
 namespace {

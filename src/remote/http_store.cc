@@ -1,93 +1,20 @@
-// The HTTP(S) backend of kiln/remote_store.h, on libcurl loaded at run time: kiln links no
-// libcurl (a wheel may need nothing but glibc), so only a machine that uses an HTTP cache needs
-// it installed. <curl/curl.h> gives the types and constants; every call goes through CurlApi.
-#include <curl/curl.h>
-#include <dlfcn.h>
-
+// The HTTP(S) backend of kiln/remote_store.h (rows "http" and "https" of the registry): GET,
+// PUT and HEAD of <prefix>/<kind>/<hex>, the layout ccache, sccache and Bazel remote caches use,
+// through libcurl, loaded at run time (internal/curl_library.h).
 #include <algorithm>
 #include <cstring>
 #include <initializer_list>
 
 #include <fmt/format.h>
 
-#include "internal/remote_backends.h"
+#include "internal/backend_registry.h"
+#include "internal/curl_library.h"
+#include "internal/store_support.h"
 
 namespace kiln::internal {
 namespace {
 
-constexpr const char* kCurlLibrary = "libcurl.so.4";
 using Clock = std::chrono::steady_clock;
-
-// The libcurl functions kiln calls.
-struct CurlApi {
-  decltype(&curl_global_init) global_init = nullptr;
-  decltype(&curl_easy_init) easy_init = nullptr;
-  decltype(&curl_easy_setopt) easy_setopt = nullptr;
-  decltype(&curl_easy_perform) easy_perform = nullptr;
-  decltype(&curl_easy_getinfo) easy_getinfo = nullptr;
-  decltype(&curl_easy_cleanup) easy_cleanup = nullptr;
-  decltype(&curl_easy_strerror) easy_strerror = nullptr;
-  decltype(&curl_easy_reset) easy_reset = nullptr;
-  decltype(&curl_slist_append) slist_append = nullptr;
-  decltype(&curl_slist_free_all) slist_free_all = nullptr;
-};
-
-std::string needs_libcurl(std::string_view library, std::string_view why) {
-  return fmt::format(
-      "the HTTP remote cache needs libcurl ({}: {}; Debian: apt-get install libcurl4)", library,
-      why);
-}
-
-// Fills `api` from `library` (never unloaded); returns "" or the message saying why it cannot.
-std::string load_curl(const char* library, CurlApi& api) {
-  void* handle = ::dlopen(library, RTLD_NOW | RTLD_LOCAL);
-  if (handle == nullptr) {
-    const char* error = ::dlerror();
-    std::string_view why = error != nullptr ? error : "dlopen failed";
-    std::string prefix = fmt::format("{}: ", library);
-    if (why.starts_with(prefix)) why.remove_prefix(prefix.size());
-    return needs_libcurl(library, why);
-  }
-  std::string missing;
-  auto resolve = [&](auto& slot, const char* symbol) {
-    slot = reinterpret_cast<std::remove_reference_t<decltype(slot)>>(::dlsym(handle, symbol));
-    if (slot == nullptr && missing.empty()) missing = symbol;
-  };
-  resolve(api.global_init, "curl_global_init");
-  resolve(api.easy_init, "curl_easy_init");
-  resolve(api.easy_setopt, "curl_easy_setopt");
-  resolve(api.easy_perform, "curl_easy_perform");
-  resolve(api.easy_getinfo, "curl_easy_getinfo");
-  resolve(api.easy_cleanup, "curl_easy_cleanup");
-  resolve(api.easy_strerror, "curl_easy_strerror");
-  resolve(api.easy_reset, "curl_easy_reset");
-  resolve(api.slist_append, "curl_slist_append");
-  resolve(api.slist_free_all, "curl_slist_free_all");
-  if (!missing.empty()) return needs_libcurl(library, fmt::format("it has no {}", missing));
-  return {};
-}
-
-struct LoadedCurl {
-  CurlApi api;
-  std::string error;  // "" when loaded
-};
-
-// libcurl, loaded and initialised by the first caller (once, whichever thread that is).
-const LoadedCurl& loaded_curl() {
-  static const LoadedCurl loaded = [] {
-    LoadedCurl curl;
-    curl.error = load_curl(kCurlLibrary, curl.api);
-    if (curl.error.empty()) {
-      CURLcode code = curl.api.global_init(CURL_GLOBAL_DEFAULT);
-      if (code != CURLE_OK) {
-        curl.error = needs_libcurl(
-            kCurlLibrary, fmt::format("curl_global_init failed: {}", curl.api.easy_strerror(code)));
-      }
-    }
-    return curl;
-  }();
-  return loaded;
-}
 
 enum class Method { get, put, head, del };
 
@@ -211,9 +138,8 @@ class HttpStore final : public RemoteStore {
         options_(options),
         name_(redacted_url(options.url)),
         resolver_(options.host, options.port) {
-    bool https = options.scheme == RemoteStoreOptions::Scheme::https;
     bool ipv6 = options.host.find(':') != std::string::npos;
-    base_ = fmt::format("{}://{}{}{}:{}{}", https ? "https" : "http", ipv6 ? "[" : "", options.host,
+    base_ = fmt::format("{}://{}{}{}:{}{}", options.scheme, ipv6 ? "[" : "", options.host,
                         ipv6 ? "]" : "", options.port, options.path_prefix);
     append_header("Expect:");  // no 100-continue round trip before a PUT's body
     append_header("Content-Type: application/octet-stream");
@@ -395,11 +321,12 @@ class HttpStore final : public RemoteStore {
   IdlePool<CURL> pool_;
 };
 
-}  // namespace
-
-std::string curl_unavailable(const char* library) {
-  CurlApi api;
-  return load_curl(library, api);
+void parse_http(std::string_view url, const UrlParts& parts, RemoteStoreOptions& out) {
+  parse_authority(url, parts.authority, out.scheme == "https" ? 443 : 80, out);
+  if (parts.query) bad_url(url, "a query ('?...') is not understood in an HTTP cache's URL");
+  std::string_view prefix = parts.path;
+  while (prefix.ends_with('/')) prefix.remove_suffix(1);
+  out.path_prefix = std::string(prefix);
 }
 
 std::unique_ptr<RemoteStore> open_http_store(const RemoteStoreOptions& options) {
@@ -407,5 +334,27 @@ std::unique_ptr<RemoteStore> open_http_store(const RemoteStoreOptions& options) 
   if (!curl.error.empty()) throw RemoteStoreError(curl.error);
   return std::make_unique<HttpStore>(curl.api, options);
 }
+
+}  // namespace
+
+// The registry's rows (backends.cc).
+extern const RemoteBackend kHttpBackend{
+    .scheme = "http",
+    .form = "http(s)://[user:password@]host[:port][/prefix]",
+    .description =
+        "an HTTP server that stores PUTs (nginx WebDAV, bazel-remote; ccache's and "
+        "Bazel's layout)",
+    .lone_secret = LoneSecret::user_or_token,
+    .parse = &parse_http,
+    .open = &open_http_store,
+};
+extern const RemoteBackend kHttpsBackend{
+    .scheme = "https",
+    .form = "http(s)://[user:password@]host[:port][/prefix]",
+    .description = "the same over TLS",
+    .lone_secret = LoneSecret::user_or_token,
+    .parse = &parse_http,
+    .open = &open_http_store,
+};
 
 }  // namespace kiln::internal

@@ -1,5 +1,6 @@
-// The Redis backend of kiln/remote_store.h: kiln's own RESP2 exchange over non-blocking sockets,
-// one connection per concurrent caller, kept idle for reuse. Everything an operation does
+// The Redis backend of kiln/remote_store.h (the registry's rows "redis" and "redis+unix", and its
+// refusal of "rediss"): kiln's own RESP2 exchange over non-blocking sockets, one connection per
+// concurrent caller, kept idle for reuse. Everything an operation does
 // (looking up the host, connecting, AUTH, SELECT, the command and its whole reply) happens within
 // one deadline, in poll loops: a server that trickles a reply a byte at a time is as bounded as
 // one that stalls. A bulk reply longer than the caller's limit is refused at its "$<length>"
@@ -17,8 +18,9 @@
 
 #include <fmt/format.h>
 
+#include "internal/backend_registry.h"
 #include "internal/fd.h"
-#include "internal/remote_backends.h"
+#include "internal/store_support.h"
 
 namespace kiln::internal {
 namespace {
@@ -218,7 +220,7 @@ class RedisStore final : public RemoteStore {
   explicit RedisStore(const RemoteStoreOptions& options)
       : options_(options),
         name_(redacted_url(options.url)),
-        resolver_(options.scheme == RemoteStoreOptions::Scheme::redis
+        resolver_(options.socket.empty()
                       ? std::make_unique<HostResolver>(options.host, options.port)
                       : nullptr) {}
 
@@ -414,10 +416,69 @@ class RedisStore final : public RemoteStore {
   IdlePool<Connection> pool_;
 };
 
-}  // namespace
+// redis://host/<db>; redis+unix:///path?db=<db>.
+void parse_database(std::string_view url, const UrlParts& parts, RemoteStoreOptions& out) {
+  if (parts.scheme == "redis") {
+    if (parts.query) bad_url(url, "a query ('?...') is not understood in a redis:// URL");
+    std::string_view db = parts.path.starts_with('/') ? parts.path.substr(1) : parts.path;
+    if (db.empty()) return;
+    std::optional<int> value = number_in(db, 0, 1 << 20);
+    if (!value) bad_url(url, fmt::format("the database '{}' is not a number", db));
+    out.database = *value;
+    return;
+  }
+  if (!parts.query) return;
+  if (!parts.query->starts_with("db=")) {
+    bad_url(url, "the only query a redis+unix:// URL takes is ?db=N");
+  }
+  std::optional<int> value = number_in(parts.query->substr(3), 0, 1 << 20);
+  if (!value) bad_url(url, "the database (?db=N) is not a number");
+  out.database = *value;
+}
+
+void parse_redis(std::string_view url, const UrlParts& parts, RemoteStoreOptions& out) {
+  parse_authority(url, parts.authority, 6379, out);
+  parse_database(url, parts, out);
+}
+
+void parse_redis_unix(std::string_view url, const UrlParts& parts, RemoteStoreOptions& out) {
+  if (!parts.authority.empty()) {
+    bad_url(url, "a redis+unix:// URL names no host: redis+unix:///path/to/socket");
+  }
+  std::optional<std::string> path = percent_decoded(parts.path);
+  if (!path || path->size() < 2) bad_url(url, "no socket path (redis+unix:///path/to/socket)");
+  out.socket = *path;
+  parse_database(url, parts, out);
+}
 
 std::unique_ptr<RemoteStore> open_redis_store(const RemoteStoreOptions& options) {
   return std::make_unique<RedisStore>(options);
 }
+
+}  // namespace
+
+// The registry's rows (backends.cc).
+extern const RemoteBackend kRedisBackend{
+    .scheme = "redis",
+    .form = "redis://[user:password@]host[:port][/db]",
+    .description = "Redis over TCP (GET, SET, EXISTS of kiln:<kind>:<hex>)",
+    .lone_secret = LoneSecret::password,
+    .parse = &parse_redis,
+    .open = &open_redis_store,
+};
+extern const RemoteBackend kRedisUnixBackend{
+    .scheme = "redis+unix",
+    .form = "redis+unix:///path/to/socket[?db=N]",
+    .description = "Redis on a Unix socket",
+    .lone_secret = LoneSecret::password,
+    .parse = &parse_redis_unix,
+    .open = &open_redis_store,
+};
+extern const RemoteBackend kRedisTlsRefused{
+    .scheme = "rediss",
+    .form = "rediss://...",
+    .description = "Redis over TLS",
+    .refusal = "Redis over TLS (rediss://) is not supported",
+};
 
 }  // namespace kiln::internal
