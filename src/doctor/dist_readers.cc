@@ -15,18 +15,11 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string trimmed(std::string_view text) {
-  size_t first = text.find_first_not_of(" \t\r");
-  if (first == text.npos) return "";
-  size_t last = text.find_last_not_of(" \t\r");
-  return std::string(text.substr(first, last - first + 1));
-}
-
 // The value of a TOML `key = "value"` (or 'value', or a bare word) line; "" when it has none.
 std::string toml_value(std::string_view line, std::string_view key) {
   size_t equals = line.find('=');
   if (equals == line.npos || trimmed(line.substr(0, equals)) != key) return "";
-  std::string value = trimmed(line.substr(equals + 1));
+  std::string value(trimmed(line.substr(equals + 1)));
   if (value.size() >= 2 && (value.front() == '"' || value.front() == '\'')) {
     size_t close = value.find(value.front(), 1);
     return value.substr(1, close == value.npos ? value.npos : close - 1);
@@ -41,7 +34,7 @@ SccacheConfig parse_sccache_config(std::string_view toml) {
   std::string table;
   std::istringstream lines{std::string(toml)};
   for (std::string line; std::getline(lines, line);) {
-    std::string text = trimmed(line);
+    std::string text(trimmed(line));
     if (text.empty() || text[0] == '#') continue;
     if (text[0] == '[') {
       table = trimmed(text.substr(1, text.find(']') - 1));

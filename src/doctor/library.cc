@@ -22,6 +22,7 @@
 #include "kiln/doctor.h"
 #include "kiln/elf_dynamic.h"
 #include "kiln/error.h"
+#include "kiln/text.h"
 #include "support.h"
 
 namespace kiln::doctor {
@@ -46,13 +47,10 @@ std::string demangle(const std::string& name) {
 void read_ld_so_conf(const fs::path& file, std::vector<std::string>& dirs, int depth = 0) {
   std::ifstream in(file);
   for (std::string line; depth < 8 && std::getline(in, line);) {
-    line = line.substr(0, line.find('#'));
-    line.erase(0, line.find_first_not_of(" \t"));
-    line.erase(line.find_last_not_of(" \t\r") + 1);
+    line = std::string(trimmed(line.substr(0, line.find('#'))));
     if (line.empty()) continue;
     if (line.starts_with("include") && line.size() > 7 && (line[7] == ' ' || line[7] == '\t')) {
-      std::string pattern = line.substr(8);
-      pattern.erase(0, pattern.find_first_not_of(" \t"));
+      std::string pattern(trimmed(line.substr(8)));
       if (!pattern.starts_with('/')) pattern = (file.parent_path() / pattern).string();
       glob_t matches{};
       if (::glob(pattern.c_str(), 0, nullptr, &matches) == 0) {

@@ -5,6 +5,7 @@
 #include "internal/files.h"
 #include "kiln/doctor.h"
 #include "kiln/error.h"
+#include "kiln/text.h"
 #include "support.h"
 
 namespace kiln::doctor {
@@ -17,12 +18,8 @@ constexpr const char* kFix =
 
 struct Git {
   RunResult result;
-  std::string err() const { return trimmed(result.error_output); }
-  std::string out() const { return trimmed(result.output); }
-  static std::string trimmed(std::string text) {
-    while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.pop_back();
-    return text;
-  }
+  std::string err() const { return std::string(trimmed(result.error_output)); }
+  std::string out() const { return std::string(trimmed(result.output)); }
 };
 
 // `git -C dir args...`; stderr kept apart so that the output is git's answer alone.

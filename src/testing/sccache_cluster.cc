@@ -13,6 +13,7 @@
 
 #include "kiln/paths.h"
 #include "kiln/process.h"
+#include "kiln/text.h"
 #include "testing/test_support.h"
 
 namespace kiln::testing {
@@ -30,11 +31,6 @@ std::string default_bin_dir() {
 #else
   return {};
 #endif
-}
-
-std::string trimmed(std::string text) {
-  while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
-  return text;
 }
 
 // A TOML basic string (the values here are paths, addresses and base64 tokens).
@@ -78,7 +74,7 @@ std::optional<std::string> SccacheCluster::dist_tool(const std::vector<std::stri
   std::vector<std::string> argv{(fs::path(options_.bin_dir) / "sccache-dist").string()};
   argv.insert(argv.end(), args.begin(), args.end());
   RunResult result = run({.argv = argv, .merge_stderr = false, .timeout = 30s});
-  if (result.ok()) return trimmed(result.output);
+  if (result.ok()) return std::string(trimmed(result.output));
   fail("`" + result.command_line + "` failed (" + result.status_text() + "): " + result.output +
        result.error_output);
   return std::nullopt;

@@ -19,6 +19,7 @@
 #include "kiln/recipe.h"
 #include "kiln/tar.h"
 #include "kiln/temp_directory.h"
+#include "kiln/text.h"
 #include "kiln/toolchain_environment.h"
 #include "steps.h"
 
@@ -352,9 +353,7 @@ namespace {
 std::optional<std::string> dump_machine(const std::vector<std::string>& argv) {
   try {
     RunResult r = run({.argv = argv, .merge_stderr = false, .timeout = std::chrono::seconds(60)});
-    std::string triple = r.output;
-    while (!triple.empty() && std::isspace(static_cast<unsigned char>(triple.back())))
-      triple.pop_back();
+    std::string triple(trimmed(r.output));
     if (!r.ok() || triple.empty()) return std::nullopt;
     return triple;
   } catch (const CannotRunTool&) {

@@ -15,13 +15,6 @@ struct Line {
   std::string_view message;
 };
 
-std::string_view trim(std::string_view text) {
-  constexpr std::string_view kSpace = " \t\r\n";
-  size_t first = text.find_first_not_of(kSpace);
-  if (first == std::string_view::npos) return {};
-  return text.substr(first, text.find_last_not_of(kSpace) - first + 1);
-}
-
 std::optional<Line> parse_line(std::string_view line) {
   constexpr std::string_view kPrefix = "ICECC[";
   if (!line.starts_with(kPrefix)) return std::nullopt;
@@ -30,11 +23,11 @@ std::optional<Line> parse_line(std::string_view line) {
   // The time "08:09:00" has colons too, but none followed by a space.
   size_t colon = line.find(": ", close);
   if (colon == std::string_view::npos) return std::nullopt;
-  return Line{line.substr(kPrefix.size(), close - kPrefix.size()), trim(line.substr(colon + 2))};
+  return Line{line.substr(kPrefix.size(), close - kPrefix.size()), trimmed(line.substr(colon + 2))};
 }
 
 std::string after(std::string_view message, std::string_view prefix) {
-  return std::string(trim(message.substr(prefix.size())));
+  return std::string(trimmed(message.substr(prefix.size())));
 }
 
 void read_message(IceccRun& run, std::string_view message) {

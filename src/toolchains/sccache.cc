@@ -29,13 +29,6 @@ long sum_counts(const json& counts) {
   return total;
 }
 
-std::string trimmed(std::string_view text) {
-  size_t first = text.find_first_not_of(" \t\r\n");
-  if (first == text.npos) return "";
-  size_t last = text.find_last_not_of(" \t\r\n");
-  return std::string(text.substr(first, last - first + 1));
-}
-
 std::string read_or_empty(const fs::path& file) {
   try {
     return internal::is_file(file) ? internal::read_file(file) : "";
@@ -89,11 +82,11 @@ DistStatus parse_dist_status(std::string_view output) {
       status.state = DistStatus::State::disabled;
       status.message = value["Disabled"].dump();
     } else {
-      status.message = trimmed(output);
+      status.message = std::string(trimmed(output));
     }
   } catch (const json::exception&) {
     status.state = DistStatus::State::unreadable;
-    status.message = trimmed(output.substr(0, 400));
+    status.message = std::string(trimmed(output.substr(0, 400)));
   }
   return status;
 }

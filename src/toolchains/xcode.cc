@@ -9,17 +9,12 @@
 #include "kiln/error.h"
 #include "kiln/process.h"
 #include "kiln/temp_directory.h"
+#include "kiln/text.h"
 
 namespace kiln::xcode {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string trimmed(const std::string& text) {
-  size_t begin = text.find_first_not_of(" \t\r\n");
-  if (begin == std::string::npos) return {};
-  return text.substr(begin, text.find_last_not_of(" \t\r\n") - begin + 1);
-}
 
 bool is_ios(const std::string& sdk) { return sdk == "iphoneos" || sdk == "iphonesimulator"; }
 
@@ -44,7 +39,7 @@ std::optional<std::string> min_os_version_flag(const std::string& sdk,
 std::string xcrun(const std::vector<std::string>& args) {
   std::vector<std::string> argv = {"xcrun"};
   argv.insert(argv.end(), args.begin(), args.end());
-  return trimmed(check("xcrun error:", {.argv = argv, .merge_stderr = false}).output);
+  return std::string(trimmed(check("xcrun error:", {.argv = argv, .merge_stderr = false}).output));
 }
 
 void create_dylib(const fs::path& output, const std::vector<fs::path>& objects,

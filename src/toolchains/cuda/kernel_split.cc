@@ -5,6 +5,8 @@
 #include <cctype>
 #include <numeric>
 
+#include "kiln/text.h"
+
 namespace kiln::cuda::internal {
 namespace {
 
@@ -83,8 +85,7 @@ class Scanner {
     while (at_ < code_.size() && code_[at_] != '\n') {
       at_ += code_[at_] == '\\' && at_ + 1 < code_.size() ? 2 : 1;
     }
-    std::string_view text = code_.substr(begin + 1, at_ - begin - 1);
-    text.remove_prefix(std::min(text.find_first_not_of(" \t"), text.size()));
+    std::string_view text = trimmed(code_.substr(begin + 1, at_ - begin - 1));
     if (first_kernel_ && !(in_kernel_ && text.starts_with("pragma"))) ok_ = false;
   }
 

@@ -4,6 +4,7 @@
 #include <string_view>
 
 #include "backends.h"
+#include "kiln/text.h"
 
 namespace kiln::cuda::internal {
 
@@ -18,7 +19,7 @@ std::string without_diagnostics(std::string_view log,
     end = end == std::string_view::npos ? log.size() : end + 1;
     std::string_view line = log.substr(begin, end - begin);
     begin = end;
-    bool blank = line.find_first_not_of(" \t\r\n") == std::string_view::npos;
+    bool blank = trimmed(line).empty();
     if (!skipping && !blank && drop(line)) {
       skipping = true;  // the diagnostic, then its source line and caret, up to a blank line
     } else if (skipping) {
@@ -48,7 +49,7 @@ std::string merged_logs(const std::vector<std::string>& logs) {
       size_t end = log.find("\n\n");
       std::string_view block = log.substr(0, end);
       log.remove_prefix(end == std::string_view::npos ? log.size() : end + 2);
-      if (block.find_first_not_of(" \t\r\n") == std::string_view::npos) continue;
+      if (trimmed(block).empty()) continue;
       if (std::find(blocks.begin(), blocks.end(), block) == blocks.end()) blocks.push_back(block);
     }
   }

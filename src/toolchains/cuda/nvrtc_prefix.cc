@@ -8,6 +8,8 @@
 #include <sstream>
 #include <utility>
 
+#include "kiln/text.h"
+
 namespace kiln::cuda::internal {
 namespace {
 
@@ -140,12 +142,6 @@ class Condition {
   size_t at_ = 0;
   bool broken_ = false;
 };
-
-std::string_view trimmed(std::string_view text) {
-  size_t begin = text.find_first_not_of(" \t\r");
-  if (begin == std::string_view::npos) return {};
-  return text.substr(begin, text.find_last_not_of(" \t\r") - begin + 1);
-}
 
 // The toolkit's device headers that declare the same whatever comes before them.
 bool self_contained(std::string_view header) {

@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "kiln/text.h"
 #include "nvrtc_prefix.h"
 
 namespace kiln::cuda::internal {
@@ -54,13 +55,6 @@ constexpr std::string_view kTensorMap =
     "  unsigned long long opaque[16];\n"
     "};\n"
     "typedef struct CUtensorMap_st CUtensorMap;\n\n";
-
-std::string_view trimmed(std::string_view line) {
-  size_t begin = line.find_first_not_of(" \t\r");
-  if (begin == std::string_view::npos) return {};
-  size_t end = line.find_last_not_of(" \t\r");
-  return line.substr(begin, end - begin + 1);
-}
 
 // The kernel's lines, `#include <cuda.h>` (host-only: NVRTC has no driver header) left out; with
 // `keep_numbers` it leaves an empty line instead, so that the kernel's line numbers stay.

@@ -5,6 +5,8 @@
 #include <cctype>
 #include <set>
 
+#include "kiln/text.h"
+
 namespace kiln::cuda::internal {
 namespace {
 
@@ -44,11 +46,6 @@ class Reader {
   }
 
  private:
-  static std::string_view trimmed(std::string_view text) {
-    size_t end = text.find_last_not_of(" \t\r");
-    return text.substr(0, end == std::string_view::npos ? 0 : end + 1);
-  }
-
   // Moves to the next statement; false at the end (or on an unclosed comment: ok_ is false).
   bool skip_space_and_comments() {
     while (at_ < ptx_.size()) {

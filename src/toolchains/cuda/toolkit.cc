@@ -16,6 +16,7 @@
 #include "kiln/error.h"
 #include "kiln/paths.h"
 #include "kiln/process.h"
+#include "kiln/text.h"
 #include "kiln/toolchain_environment.h"
 
 namespace kiln::cuda {
@@ -118,9 +119,9 @@ std::optional<CudaVersion> ask_nvcc(const fs::path& nvcc, std::string* why_not) 
       if (line.find("release") == std::string::npos) continue;
       std::istringstream fields(line);
       for (std::string field; std::getline(fields, field, ',');) {
-        field.erase(0, field.find_first_not_of(' '));
-        if (field.size() > 1 && field[0] == 'V') {
-          if (auto v = parse_version(std::string_view(field).substr(1))) return *v;
+        std::string_view word = trimmed(field);
+        if (word.size() > 1 && word[0] == 'V') {
+          if (auto v = parse_version(word.substr(1))) return *v;
         }
       }
     }
