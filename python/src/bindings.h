@@ -22,6 +22,8 @@ std::vector<std::string> path_strings(const Paths& paths);
 void bind_errors(pybind11::module_& m);
 // which, is_source_path, tar, untar, file locks, directory removal, libinfo, describe.
 void bind_base(pybind11::module_& m);
+// kiln's settings table: setting_flag, setting_text, setting_seconds, setting, settings.
+void bind_settings(pybind11::module_& m);
 // kiln::cc: compilers, static libraries, symbol maps, target triples, cross compilers.
 void bind_cc(pybind11::module_& m);
 // kiln::rocm: ld.lld, ROCm device libraries, the AMD GPU's architecture.

@@ -28,6 +28,7 @@
 #include "internal/trusted_directory.h"
 #include "kiln/error.h"
 #include "kiln/file_lock.h"
+#include "kiln/settings.h"
 
 namespace kiln {
 namespace {
@@ -51,7 +52,7 @@ std::string hex128(const void* data, size_t size) {
 }
 
 fs::path default_directory() {
-  if (auto dir = env("KILN_CACHE_DIR")) return *dir;
+  if (auto dir = settings::text("KILN_CACHE_DIR")) return *dir;
   if (auto xdg = env("XDG_CACHE_HOME")) return fs::path(*xdg) / "kiln";
   if (auto home = env("HOME")) return fs::path(*home) / ".cache" / "kiln";
   throw UnusableDirectory({},
@@ -298,7 +299,7 @@ struct Cache::OpenDirectory {
 };
 
 Cache Cache::open(const CacheOptions& options) {
-  bool enabled = options.enabled.value_or(env("KILN_NO_CACHE").value_or("0") == "0");
+  bool enabled = options.enabled.value_or(!settings::flag("KILN_NO_CACHE"));
   if (!enabled) return disabled();
   Cache cache;
   cache.enabled_ = true;

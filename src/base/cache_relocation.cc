@@ -7,6 +7,7 @@
 #include "internal/cache_pins.h"
 #include "internal/files.h"
 #include "kiln/cache.h"
+#include "kiln/settings.h"
 
 namespace kiln {
 
@@ -36,7 +37,7 @@ namespace internal {
 fs::path base_directory_of(const fs::path& given) {
   fs::path base = given;
   if (base.empty()) {
-    if (auto dir = env("KILN_BASE_DIR")) {
+    if (auto dir = settings::text("KILN_BASE_DIR")) {
       base = *dir;
     } else {
       std::error_code ec;

@@ -16,6 +16,7 @@
 #include "kiln/error.h"
 #include "kiln/paths.h"
 #include "kiln/temp_directory.h"
+#include "kiln/settings.h"
 
 namespace kiln::build::detail {
 namespace {
@@ -202,7 +203,7 @@ Cache open_cache(bool wanted, const fs::path& manifest_directory, std::string& w
   if (!wanted) return Cache::disabled();
   try {
     CacheOptions options;
-    options.base_directory = internal::env("KILN_BASE_DIR").value_or(manifest_directory.string());
+    options.base_directory = settings::text("KILN_BASE_DIR").value_or(manifest_directory.string());
     return Cache::open(options);
   } catch (const Error& e) {
     warning = fmt::format("kiln's kernel cache is not used: {}", e.what());

@@ -24,6 +24,7 @@
 #include "internal/fd.h"
 #include "kiln/error.h"
 #include "kiln/pool.h"
+#include "kiln/settings.h"
 #include "outbox.h"
 #include "protocol.h"
 #include "tool_failure_codec.h"
@@ -247,8 +248,8 @@ std::optional<std::vector<std::string>> service_command(const std::string& name,
     // The file this process runs, even when it was deleted or replaced since (set_program() in
     // worker_process.cc says why its path would not do).
     program = "/proc/self/exe";
-  } else if (const char* named = std::getenv("KILN_SERVICE_PROGRAM"); named && *named) {
-    program = named;
+  } else if (std::optional<std::string> named = settings::text("KILN_SERVICE_PROGRAM")) {
+    program = *named;
   }
   if (program.empty()) return std::nullopt;
   std::vector<std::string> argv = {program, internal::kServiceFlag, name};

@@ -54,6 +54,7 @@
 #include "protocol.h"
 #include "spawner.h"
 #include "template_messages.h"
+#include "kiln/settings.h"
 
 namespace kiln::internal {
 namespace {
@@ -70,10 +71,7 @@ constexpr std::string_view kVolatile[] = {"PYTEST_CURRENT_TEST="};
 // ---- The parent's side ------------------------------------------------------------------------
 
 bool debug() {
-  static const bool on = [] {
-    const char* value = std::getenv("KILN_POOL_DEBUG");
-    return value != nullptr && std::strcmp(value, "1") == 0;
-  }();
+  static const bool on = settings::flag("KILN_POOL_DEBUG");
   return on;
 }
 

@@ -7,6 +7,7 @@
 
 #include "internal/files.h"
 #include "kiln/error.h"
+#include "kiln/settings.h"
 
 namespace kiln {
 
@@ -25,6 +26,7 @@ std::optional<std::string> EnvironmentList::get(std::string_view name) const {
         "key holds it",
         toolchain_, name));
   }
+  if (name.starts_with("KILN_")) return settings::text(name);  // kiln's own: kiln/settings.h
   return internal::env(std::string(name).c_str());
 }
 

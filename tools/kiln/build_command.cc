@@ -30,6 +30,7 @@
 #include "kiln/launcher.h"
 #include "kiln/manifest.h"
 #include "kiln/remote_store.h"
+#include "kiln/settings.h"
 #include "kiln/text.h"
 #include "progress.h"
 
@@ -57,13 +58,17 @@ struct BuildArgs {
   std::string remote_cache_mode;
 };
 
-// --remote-cache and --remote-cache-mode become KILN_REMOTE_CACHE and KILN_REMOTE_CACHE_MODE, so
-// that every cache of the build (the jobs', the CUDA kernels', its NVRTC workers') uses them. A
-// mode or URL kiln cannot read is a bad command line (exit 2), not a warning.
+// --remote-cache and --remote-cache-mode are the settings KILN_REMOTE_CACHE and
+// KILN_REMOTE_CACHE_MODE of this process (kiln/settings.h: above the environment, and passed to
+// the processes it starts), so that every cache of the build (the jobs', the CUDA kernels', its
+// NVRTC workers') uses them. A mode or URL kiln cannot read is a bad command line (exit 2), not a
+// warning.
 void configure_remote_cache(const BuildArgs& args) {
-  if (!args.remote_cache.empty()) ::setenv("KILN_REMOTE_CACHE", args.remote_cache.c_str(), 1);
+  if (!args.remote_cache.empty()) {
+    settings::set_by_flag("KILN_REMOTE_CACHE", args.remote_cache, "--remote-cache");
+  }
   if (!args.remote_cache_mode.empty()) {
-    ::setenv("KILN_REMOTE_CACHE_MODE", args.remote_cache_mode.c_str(), 1);
+    settings::set_by_flag("KILN_REMOTE_CACHE_MODE", args.remote_cache_mode, "--remote-cache-mode");
   }
   std::optional<RemoteCacheOptions> remote;
   try {

@@ -2,6 +2,7 @@
 // comes from (kiln/settings.h), as ccache's --show-config does; --markdown prints the reference
 // table that docs/settings.md holds.
 #include <iostream>
+#include <memory>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -107,14 +108,16 @@ std::string settings_markdown() {
 void add_settings(CLI::App& app, int* status) {
   CLI::App* cmd = app.add_subcommand(
       "settings", "Every KILN_* setting: its value and where it comes from (docs/settings.md)");
-  auto* json = cmd->add_flag("--json", "The settings as JSON on stdout");
-  auto* markdown =
-      cmd->add_flag("--markdown", "The reference table of docs/settings.md")->excludes(json);
+  auto json = std::make_shared<bool>(false);
+  auto markdown = std::make_shared<bool>(false);
+  CLI::Option* as_json = cmd->add_flag("--json", *json, "The settings as JSON on stdout");
+  cmd->add_flag("--markdown", *markdown, "The reference table of docs/settings.md")
+      ->excludes(as_json);
   cmd->callback([status, json, markdown] {
     require_no_passthrough("settings");
-    if (json->count() > 0) {
+    if (*json) {
       print_json();
-    } else if (markdown->count() > 0) {
+    } else if (*markdown) {
       std::cout << settings_markdown();
     } else {
       print_text();

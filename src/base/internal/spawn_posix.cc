@@ -20,6 +20,7 @@
 #include "internal/remote_cache_level.h"
 #include "internal/spawn.h"
 #include "kiln/error.h"
+#include "kiln/settings.h"
 
 extern char** environ;  // NOLINT(readability-redundant-declaration): POSIX declares it nowhere
 
@@ -353,6 +354,10 @@ std::vector<std::string> make_environment(
       if (eq == std::string_view::npos) continue;
       vars.emplace(std::string(entry.substr(0, eq)), std::string(entry.substr(eq + 1)));
     }
+  }
+  if (!replace) {
+    // What this process's command line set (kiln/settings.h) reaches its children as variables.
+    for (auto& [name, value] : settings::child_environment()) vars[name] = std::move(value);
   }
   if (!replace && vars.count("KILN_REMOTE_CACHE") != 0) {
     // The parent's credentials never reach a child's environment (the remote layer's hook,

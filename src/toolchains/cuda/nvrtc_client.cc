@@ -26,6 +26,7 @@
 #include "kiln/process.h"
 #include "nvrtc_library.h"
 #include "nvrtc_server.h"
+#include "kiln/settings.h"
 
 namespace kiln::cuda::internal {
 namespace {
@@ -39,13 +40,8 @@ using Deadline = std::optional<Clock::time_point>;
 constexpr auto kPassBy = std::chrono::seconds(30);
 const bool registered = pool::register_service("nvrtc", serve_nvrtc);
 
-bool flag(const char* name) {
-  const char* value = std::getenv(name);
-  return value != nullptr && *value != '\0' && std::strcmp(value, "0") != 0;
-}
-
 void debug(const std::string& why) {
-  if (flag("KILN_SERVER_DEBUG")) fmt::print(stderr, "kiln: no NVRTC compile server: {}\n", why);
+  if (settings::flag("KILN_SERVER_DEBUG")) fmt::print(stderr, "kiln: no NVRTC compile server: {}\n", why);
 }
 
 Deadline sooner(Deadline a, Deadline b) {
@@ -67,8 +63,8 @@ struct Address {
 // rebuild, an upgrade, another venv's) gets a server of its own. std::nullopt (and why) when it
 // is no executable file.
 std::optional<std::string> program_identity(const std::string& program, std::string* why) {
-  const char* named = std::getenv("KILN_SERVICE_PROGRAM");
-  std::string what = named != nullptr && program == named
+  std::optional<std::string> named = settings::text("KILN_SERVICE_PROGRAM");
+  std::string what = named && program == *named
                          ? fmt::format("KILN_SERVICE_PROGRAM names {}", program)
                          : fmt::format("the server's program {}", program);
   struct stat st {};
@@ -239,9 +235,9 @@ UniqueFd start_and_connect(const Address& a, std::string* why, int* error) {
 // The variables that decide where kiln's cache directory, and so the server's address, is.
 std::string cache_location() {
   std::string location;
-  for (const char* name : {"KILN_CACHE_DIR", "XDG_CACHE_HOME", "HOME"}) {
-    const char* value = std::getenv(name);
-    location += (value != nullptr ? value : "") + std::string(1, '\0');
+  location += settings::text("KILN_CACHE_DIR").value_or("") + std::string(1, '\0');
+  for (const char* name : {"XDG_CACHE_HOME", "HOME"}) {
+    location += kiln::internal::env(name).value_or("") + std::string(1, '\0');
   }
   return location;
 }
@@ -373,7 +369,7 @@ bool started(int fd, kiln::internal::FrameDecoder& decoder, const nlohmann::json
 
 std::optional<NvrtcAttempt> compile_in_server(const NvrtcJob& job) {
   (void)registered;
-  if (flag("KILN_NO_SERVER")) return std::nullopt;
+  if (settings::flag("KILN_NO_SERVER")) return std::nullopt;
   if (size_t size = request_size(job); size > kMaxRequest) {
     debug(fmt::format("the request is {} bytes, over the limit of {} MiB: compiling here", size,
                       kMaxRequest >> 20));

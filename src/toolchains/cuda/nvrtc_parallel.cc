@@ -16,6 +16,7 @@
 #include "nvrtc_server.h"
 #include "ptx_merge.h"
 #include "ptxas.h"
+#include "kiln/settings.h"
 
 namespace kiln::cuda::internal {
 namespace {
@@ -62,10 +63,7 @@ bool listed(std::string_view option) {
 }
 
 void debug(const std::string& line) {
-  const char* value = std::getenv("KILN_SERVER_DEBUG");
-  if (value != nullptr && *value != '\0' && std::strcmp(value, "0") != 0) {
-    fmt::print(stderr, "kiln: {}\n", line);
-  }
+  if (settings::flag("KILN_SERVER_DEBUG")) fmt::print(stderr, "kiln: {}\n", line);
 }
 
 // Says why the module is compiled whole (KILN_SERVER_DEBUG=1).
@@ -74,14 +72,10 @@ std::nullopt_t whole(const std::string& why) {
   return std::nullopt;
 }
 
-// The bytes a split must spare: KILN_NVRTC_SPLIT's when it is a number (0: never split), else
-// kMinSparedBytes.
+// The bytes a split must spare: KILN_NVRTC_SPLIT's (its default: kMinSparedBytes; 0: never
+// split).
 size_t min_spared_bytes() {
-  const char* value = std::getenv("KILN_NVRTC_SPLIT");
-  if (value == nullptr || *value == '\0') return kMinSparedBytes;
-  char* end = nullptr;
-  unsigned long long bytes = std::strtoull(value, &end, 10);
-  if (*end != '\0') return kMinSparedBytes;
+  std::uint64_t bytes = settings::bytes("KILN_NVRTC_SPLIT").value_or(kMinSparedBytes);
   return bytes == 0 ? std::numeric_limits<size_t>::max() : static_cast<size_t>(bytes);
 }
 

@@ -31,6 +31,7 @@
 #include "nvrtc_library.h"
 #include "nvrtc_pch.h"
 #include "nvrtc_server.h"
+#include "kiln/settings.h"
 
 namespace kiln::cuda::internal {
 namespace {
@@ -183,9 +184,8 @@ class Server {
   }
 
   static long idle_seconds() {
-    const char* value = std::getenv("KILN_SERVER_IDLE");
-    long seconds = value != nullptr ? std::strtol(value, nullptr, 10) : 600;
-    return seconds > 0 ? seconds : 600;
+    auto limit = settings::seconds("KILN_SERVER_IDLE").value_or(std::chrono::seconds(600));
+    return std::max<long>(1, std::chrono::duration_cast<std::chrono::seconds>(limit).count());
   }
   static size_t max_children() { return server_slots(); }
   // Whether another child may start: max_children() compile at once. A child that is answering
