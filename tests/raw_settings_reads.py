@@ -50,15 +50,24 @@ def is_environ(node):
         isinstance(node, ast.Name) and node.id == "environ")
 
 
+def string_constants(tree):
+    """The module's names bound to a string (VARIABLE = "KILN_TVM")."""
+    constants = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant):
+            for target in node.targets:
+                if isinstance(target, ast.Name) and isinstance(node.value.value, str):
+                    constants[target.id] = node.value.value
+    return constants
+
+
 class PythonReads(ast.NodeVisitor):
-    def __init__(self, tree):
+    """The reads of one module; `constants`: the string constants of every module of the
+    package, since one may import another's (from ._tvm_state import VARIABLE)."""
+
+    def __init__(self, constants):
         self.lines = []
-        self.constants = {}
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant):
-                for target in node.targets:
-                    if isinstance(target, ast.Name) and isinstance(node.value.value, str):
-                        self.constants[target.id] = node.value.value
+        self.constants = constants
 
     def kiln_name(self, node):
         if isinstance(node, ast.Constant) and isinstance(node.value, str):
@@ -92,6 +101,11 @@ def main():
     root = sys.argv[1]
     found = []
     count = 0
+    constants = {}
+    for rel in kiln_files(root):
+        if rel.endswith(".py"):
+            with open(os.path.join(root, rel), encoding="utf-8") as f:
+                constants.update(string_constants(ast.parse(f.read(), rel)))
     for rel in kiln_files(root):
         if rel in ALLOWED:
             continue
@@ -99,7 +113,7 @@ def main():
         with open(os.path.join(root, rel), encoding="utf-8", errors="replace") as f:
             text = f.read()
         if rel.endswith(".py"):
-            reader = PythonReads(ast.parse(text, rel))
+            reader = PythonReads(constants)
             reader.visit(ast.parse(text, rel))
             lines = reader.lines
         else:

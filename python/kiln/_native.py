@@ -12,5 +12,5 @@ __all__ = ["native", "program"]
 
 # A Python process cannot re-execute itself as kiln's NVRTC compile server (or, later, as a pool
 # worker): kiln's C++ side starts this program instead (KILN_SERVICE_PROGRAM, pool::service_command).
-if "KILN_SERVICE_PROGRAM" not in os.environ and (_program := program()) is not None:
+if native.setting_text("KILN_SERVICE_PROGRAM") is None and (_program := program()) is not None:
     os.environ["KILN_SERVICE_PROGRAM"] = _program

@@ -11,6 +11,10 @@ it applies the same flag rule to the environment, and a test compares it with th
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
 
 __all__ = ["flag", "text", "seconds", "flag_before_extension", "FALSE_WORDS"]
 
@@ -43,7 +47,7 @@ def seconds(name: str) -> float | None:
     return value
 
 
-def flag_before_extension(name: str, environ: os._Environ[str] | dict[str, str] | None = None,
+def flag_before_extension(name: str, environ: Mapping[str, str] | None = None,
                           default: bool = False) -> bool:
     """The flag `name` from `environ` (os.environ by default) by the flag rule, without loading
     kiln's extension: only for environment-only settings (KILN_TVM)."""

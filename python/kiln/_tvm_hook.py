@@ -26,6 +26,7 @@ from __future__ import annotations
 import os
 import sys
 
+from ._settings import flag_before_extension
 from ._tvm_state import VARIABLE
 
 TYPE_CHECKING = False
@@ -41,7 +42,7 @@ __all__ = ["VARIABLE", "arm", "armed", "autoload", "wanted"]
 
 def wanted(environ: Mapping[str, str] | None = None) -> bool:
     """Whether `environ` (os.environ by default) asks for kiln in TVM."""
-    return (os.environ if environ is None else environ).get(VARIABLE) == "1"
+    return flag_before_extension(VARIABLE, environ)
 
 
 class _InstallAfterTvm:

@@ -30,10 +30,12 @@ py::dict row(const settings::Setting& setting) {
 }  // namespace
 
 void bind_settings(py::module_& m) {
-  m.def("setting_flag", [](const std::string& name) { return settings::flag(name); },
-        py::arg("name"));
-  m.def("setting_text", [](const std::string& name) { return settings::text(name); },
-        py::arg("name"));
+  m.def(
+      "setting_flag", [](const std::string& name) { return settings::flag(name); },
+      py::arg("name"));
+  m.def(
+      "setting_text", [](const std::string& name) { return settings::text(name); },
+      py::arg("name"));
   m.def(
       "setting_seconds",
       [](const std::string& name) -> std::optional<double> {
@@ -42,8 +44,9 @@ void bind_settings(py::module_& m) {
         return std::chrono::duration<double>(*limit).count();
       },
       py::arg("name"));
-  m.def("setting", [](const std::string& name) { return row(settings::find(name)); },
-        py::arg("name"));
+  m.def(
+      "setting", [](const std::string& name) { return row(settings::find(name)); },
+      py::arg("name"));
   m.def("settings", [] {
     py::list rows;
     for (const settings::Setting& setting : settings::table()) rows.append(row(setting));

@@ -56,7 +56,8 @@ const internal::SettingsFile& file() {
     std::optional<std::string> path = file_path();
     if (!path) return internal::SettingsFile{};
     internal::SettingsFile read = internal::read_settings_file(*path);
-    for (const std::string& problem : read.problems) std::fprintf(stderr, "kiln: warning: %s\n", problem.c_str());
+    for (const std::string& problem : read.problems)
+      std::fprintf(stderr, "kiln: warning: %s\n", problem.c_str());
     return read;
   }();
   return parsed;
@@ -187,10 +188,10 @@ std::string invalid(std::string_view name, std::string_view text) {
     case Type::seconds:
     case Type::bytes:
       if (number_in_range(setting, text)) return "";
-      return fmt::format("{} must be a {} {}, not '{}'", name,
-                         setting.type == Type::seconds ? "number of seconds"
-                                                       : "whole number of bytes",
-                         range_text(setting), text);
+      return fmt::format(
+          "{} must be a {} {}, not '{}'", name,
+          setting.type == Type::seconds ? "number of seconds" : "whole number of bytes",
+          range_text(setting), text);
   }
   return "";
 }
@@ -198,8 +199,8 @@ std::string invalid(std::string_view name, std::string_view text) {
 bool flag(std::string_view name) {
   Value found = value(name);
   if (found.setting->type != Type::flag) {
-    throw InvalidArgument(fmt::format("setting {} is a {}, not a flag", name,
-                                      type_name(found.setting->type)));
+    throw InvalidArgument(
+        fmt::format("setting {} is a {}, not a flag", name, type_name(found.setting->type)));
   }
   std::string text = lowered(found.text.value_or(std::string(found.setting->default_value)));
   for (std::string_view off : {"0", "false", "no", "off"}) {

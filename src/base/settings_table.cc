@@ -34,7 +34,8 @@ constexpr Setting kTable[] = {
      .default_text = "none: no remote cache",
      .invalid_is_error = true,
      .reader = "remote cache",
-     .meaning = "the remote cache's URL: redis://, redis+unix://, http://, https://"},
+     .meaning = "the remote cache's URL, of a scheme of the remote layer's registry (kiln build "
+                "--help lists them; docs/remote-cache.md)"},
     {.name = "KILN_REMOTE_CACHE_MODE",
      .type = choice,
      .default_value = "read-only",

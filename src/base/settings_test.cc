@@ -228,8 +228,7 @@ TEST_F(SettingsFile, MissingIsEmptyAndOthersFileIsIgnored) {
   internal::SettingsFile open = internal::read_settings_file(path.string());
   EXPECT_TRUE(open.values.empty());
   ASSERT_EQ(open.problems.size(), 1U);
-  EXPECT_EQ(open.problems[0],
-            "settings file " + path.string() + ": writable by others: ignored");
+  EXPECT_EQ(open.problems[0], "settings file " + path.string() + ": writable by others: ignored");
   internal::SettingsFile dir = internal::read_settings_file(dir_.path().string());
   ASSERT_EQ(dir.problems.size(), 1U);
   EXPECT_NE(dir.problems[0].find("not a regular file"), std::string::npos);

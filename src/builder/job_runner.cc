@@ -15,8 +15,8 @@
 #include "kiln/elf.h"
 #include "kiln/error.h"
 #include "kiln/paths.h"
-#include "kiln/temp_directory.h"
 #include "kiln/settings.h"
+#include "kiln/temp_directory.h"
 
 namespace kiln::build::detail {
 namespace {

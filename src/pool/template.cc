@@ -51,10 +51,10 @@
 #include "internal/fd.h"
 #include "kiln/error.h"
 #include "kiln/pool.h"
+#include "kiln/settings.h"
 #include "protocol.h"
 #include "spawner.h"
 #include "template_messages.h"
-#include "kiln/settings.h"
 
 namespace kiln::internal {
 namespace {

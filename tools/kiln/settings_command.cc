@@ -64,8 +64,7 @@ void print_text() {
     std::cout << fmt::format("{:<{}}  {:<24}  {}\n", setting.name, width,
                              text.empty() ? "-" : printable(text), printable(origin));
   }
-  std::cout << fmt::format("settings file: {}\n",
-                           settings::file_path().value_or("none (no HOME)"));
+  std::cout << fmt::format("settings file: {}\n", settings::file_path().value_or("none (no HOME)"));
 }
 
 // A table cell: '|' would end the cell.

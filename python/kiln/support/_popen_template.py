@@ -6,10 +6,10 @@ that MetaSchedule's tasks import (Template.companions).
 
 from __future__ import annotations
 
-import os
 import sys
 import threading
 
+from .. import _settings
 from .._native import native
 
 TYPE_CHECKING = False
@@ -33,7 +33,7 @@ class Template:
     What it imports, in order: the modules named by warm(), the modules of the functions and
     initializers sent to workers, and what the workers imported while they ran their tasks (each
     answer says). It is rebuilt in the background when that grows, and used by every
-    PopenWorker and PopenPoolExecutor of this process while KILN_POOL_TEMPLATE is not "0".
+    PopenWorker and PopenPoolExecutor of this process while KILN_POOL_TEMPLATE is on.
     """
 
     lock = threading.Lock()
@@ -42,7 +42,7 @@ class Template:
 
     @staticmethod
     def enabled() -> bool:
-        return os.environ.get("KILN_POOL_TEMPLATE", "1") != "0"
+        return _settings.flag("KILN_POOL_TEMPLATE")
 
     # Prefix of a task function's "module.qualname" -> modules those tasks import while they
     # run, named ahead so that the template has them before the task's time starts (kiln.tvm

@@ -24,9 +24,9 @@
 #include "kiln/file_lock.h"
 #include "kiln/pool.h"
 #include "kiln/process.h"
+#include "kiln/settings.h"
 #include "nvrtc_library.h"
 #include "nvrtc_server.h"
-#include "kiln/settings.h"
 
 namespace kiln::cuda::internal {
 namespace {
@@ -41,7 +41,8 @@ constexpr auto kPassBy = std::chrono::seconds(30);
 const bool registered = pool::register_service("nvrtc", serve_nvrtc);
 
 void debug(const std::string& why) {
-  if (settings::flag("KILN_SERVER_DEBUG")) fmt::print(stderr, "kiln: no NVRTC compile server: {}\n", why);
+  if (settings::flag("KILN_SERVER_DEBUG"))
+    fmt::print(stderr, "kiln: no NVRTC compile server: {}\n", why);
 }
 
 Deadline sooner(Deadline a, Deadline b) {

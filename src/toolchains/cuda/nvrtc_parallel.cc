@@ -13,10 +13,10 @@
 
 #include "kernel_split.h"
 #include "kiln/process.h"
+#include "kiln/settings.h"
 #include "nvrtc_server.h"
 #include "ptx_merge.h"
 #include "ptxas.h"
-#include "kiln/settings.h"
 
 namespace kiln::cuda::internal {
 namespace {

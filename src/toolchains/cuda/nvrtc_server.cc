@@ -28,10 +28,10 @@
 #include "kiln/ending.h"
 #include "kiln/error.h"
 #include "kiln/file_lock.h"
+#include "kiln/settings.h"
 #include "nvrtc_library.h"
 #include "nvrtc_pch.h"
 #include "nvrtc_server.h"
-#include "kiln/settings.h"
 
 namespace kiln::cuda::internal {
 namespace {
