@@ -33,12 +33,17 @@ std::map<std::string, std::pair<std::string, std::string>, std::less<>>& flags()
   return instance;
 }
 
+// The variables warned about, each once per process.
+std::set<std::string, std::less<>>& warned() {
+  static std::set<std::string, std::less<>> instance;
+  return instance;
+}
+
 // One warning per variable and process, on stderr.
 void warn_once(std::string_view name, const std::string& message) {
-  static std::set<std::string, std::less<>> warned;
   {
     std::lock_guard lock(mutex());
-    if (!warned.emplace(name).second) return;
+    if (!warned().emplace(name).second) return;
   }
   std::fprintf(stderr, "kiln: warning: %s\n", message.c_str());
 }
@@ -264,7 +269,8 @@ std::optional<std::string> file_path() {
 
 }  // namespace kiln::settings
 
-void kiln::internal::forget_flag_settings() {
+void kiln::internal::forget_settings_state() {
   std::lock_guard lock(settings::mutex());
   settings::flags().clear();
+  settings::warned().clear();
 }

@@ -2,10 +2,13 @@
 
 #include <sys/stat.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <set>
+
+#include <fmt/format.h>
 
 #include <gtest/gtest.h>
 
@@ -36,7 +39,7 @@ class ScopedEnv {
 
 class Settings : public ::testing::Test {
  protected:
-  void TearDown() override { internal::forget_flag_settings(); }
+  void TearDown() override { internal::forget_settings_state(); }
 };
 
 TEST_F(Settings, EveryRowIsAKilnVariableOnceWithAMeaning) {
@@ -185,6 +188,87 @@ TEST_F(Settings, AFlagOfTheCommandLineComesFirstAndReachesChildren) {
             (std::map<std::string, std::string>{{"KILN_REMOTE_CACHE_MODE", "read-write"}}));
   EXPECT_STREQ(std::getenv("KILN_REMOTE_CACHE_MODE"), "read-only")
       << "a flag never changes this process's environment";
+}
+
+// A value each type takes, and one it does not ("" for path and URL: any text is one).
+std::pair<std::string, std::string> valid_and_invalid(const settings::Setting& setting) {
+  switch (setting.type) {
+    case settings::Type::flag:
+      return {"off", "maybe"};
+    case settings::Type::path:
+      return {"/tmp/kiln-settings-test", ""};
+    case settings::Type::url:
+      return {"redis://127.0.0.1:1", ""};
+    case settings::Type::choice:
+      return {std::string(setting.choices.substr(0, setting.choices.find('|'))), "none of them"};
+    case settings::Type::seconds:
+    case settings::Type::bytes:
+      return {fmt::format("{}", std::floor((setting.minimum + std::min(setting.maximum, 1e6)) / 2)),
+              "-5.5"};
+  }
+  return {};
+}
+
+// Each row's reader, as the code that uses it reads it: unset and empty give the default,
+// a value of its type is taken with origin env, and one it does not take is an error or one
+// warning and the default, as the row says.
+TEST_F(Settings, EveryRowsReaderTakesEmptyValidAndInvalidValues) {
+  internal::forget_settings_state();
+  for (const settings::Setting& setting : settings::table()) {
+    SCOPED_TRACE(setting.name);
+    std::string name(setting.name);
+    auto read = [&]() -> std::optional<std::string> {
+      switch (setting.type) {
+        case settings::Type::flag:
+          return settings::flag(name) ? "on" : "off";
+        case settings::Type::path:
+        case settings::Type::url:
+        case settings::Type::choice:
+          return settings::text(name);
+        case settings::Type::seconds: {
+          auto limit = settings::seconds(name);
+          if (!limit) return std::nullopt;
+          return fmt::format("{}", std::chrono::duration<double>(*limit).count());
+        }
+        case settings::Type::bytes: {
+          auto count = settings::bytes(name);
+          if (!count) return std::nullopt;
+          return std::to_string(*count);
+        }
+      }
+      return std::nullopt;
+    };
+    std::optional<std::string> fallback;
+    {
+      ScopedEnv unset(setting.name.data(), nullptr);
+      fallback = read();
+      EXPECT_EQ(settings::value(name).origin, settings::Origin::default_value);
+    }
+    {
+      ScopedEnv empty(setting.name.data(), "");
+      EXPECT_EQ(read(), fallback) << "an empty value is no value";
+    }
+    auto [valid, invalid] = valid_and_invalid(setting);
+    {
+      ScopedEnv set(setting.name.data(), valid.c_str());
+      EXPECT_EQ(settings::value(name).origin, settings::Origin::env);
+      EXPECT_EQ(read(), valid);
+    }
+    if (invalid.empty()) continue;
+    ScopedEnv set(setting.name.data(), invalid.c_str());
+    testing::internal::CaptureStderr();
+    if (setting.invalid_is_error) {
+      EXPECT_THROW(read(), InvalidArgument);
+      (void)testing::internal::GetCapturedStderr();
+    } else if (setting.type == settings::Type::flag) {
+      EXPECT_EQ(read(), "on");
+      (void)testing::internal::GetCapturedStderr();
+    } else {
+      EXPECT_EQ(read(), fallback);
+      std::string warned = testing::internal::GetCapturedStderr();
+      EXPECT_NE(warned.find(name), std::string::npos) << "the warning names the variable";
+    }
+  }
 }
 
 class SettingsFile : public ::testing::Test {

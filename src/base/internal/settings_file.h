@@ -28,8 +28,8 @@ SettingsFile read_settings_file(const std::string& path);
 
 namespace kiln::internal {
 
-// Forgets every value settings::set_by_flag() set: for tests, which must not leave a flag's
-// value to the tests after them.
-void forget_flag_settings();
+// Forgets every value settings::set_by_flag() set and which variables were warned about: for
+// tests, which must not leave a flag's value (or a spent warning) to the tests after them.
+void forget_settings_state();
 
 }  // namespace kiln::internal
