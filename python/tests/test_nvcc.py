@@ -636,15 +636,16 @@ def run_probe(tmp_path, program):
 def test_nvrtc_compiles_in_kilns_compile_server(cuda, tmp_path):
     """From Python, NVRTC compiles in kiln's compile server: the package points
     KILN_SERVICE_PROGRAM at its kiln program, the server's socket appears in the cache
-    directory, and KILN_SERVER_DEBUG=1 reports no fallback. Without a program to start (an
-    empty KILN_SERVICE_PROGRAM), the same probe reports the fallback: the check can fail."""
+    directory, and KILN_SERVER_DEBUG=1 reports no fallback. With a program that cannot start
+    (KILN_SERVICE_PROGRAM naming no file; an empty one is no value, so the package's program),
+    the same probe reports the fallback: the check can fail."""
     del cuda
     assert os.environ.get("KILN_SERVICE_PROGRAM") == program() is not None
     served = run_probe(tmp_path / "served", None)
     assert served.returncode == 0, served.stderr
     assert "no NVRTC compile server" not in served.stderr
     assert list((tmp_path / "served" / "servers").glob("nvrtc-*.sock"))
-    alone = run_probe(tmp_path / "alone", "")
+    alone = run_probe(tmp_path / "alone", str(tmp_path / "no-such-kiln"))
     assert alone.returncode == 0, alone.stderr
     assert "no NVRTC compile server" in alone.stderr
     assert alone.stdout == served.stdout
