@@ -45,7 +45,7 @@ void warn_once(std::string_view name, const std::string& message) {
     std::lock_guard lock(mutex());
     if (!warned().emplace(name).second) return;
   }
-  std::fprintf(stderr, "kiln: warning: %s\n", message.c_str());
+  (void)std::fprintf(stderr, "kiln: warning: %s\n", message.c_str());
 }
 
 std::optional<std::string> environment(std::string_view name) {
@@ -62,7 +62,7 @@ const internal::SettingsFile& file() {
     if (!path) return internal::SettingsFile{};
     internal::SettingsFile read = internal::read_settings_file(*path);
     for (const std::string& problem : read.problems)
-      std::fprintf(stderr, "kiln: warning: %s\n", problem.c_str());
+      (void)std::fprintf(stderr, "kiln: warning: %s\n", problem.c_str());
     return read;
   }();
   return parsed;
