@@ -15,27 +15,14 @@
 #include "internal/settings_file.h"
 #include "kiln/error.h"
 #include "kiln/temp_directory.h"
+#include "testing/test_support.h"
 
 namespace kiln {
 namespace {
 
 namespace fs = std::filesystem;
 
-// Sets (or, with nullptr, unsets) a variable for one test and puts the old value back.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    value ? ::setenv(name, value, 1) : ::unsetenv(name);
-  }
-  ~ScopedEnv() { old_ ? ::setenv(name_, old_->c_str(), 1) : ::unsetenv(name_); }
-  ScopedEnv(const ScopedEnv&) = delete;
-  ScopedEnv& operator=(const ScopedEnv&) = delete;
-
- private:
-  const char* name_;
-  std::optional<std::string> old_;
-};
+using testing::ScopedEnv;
 
 class Settings : public ::testing::Test {
  protected:
@@ -63,7 +50,7 @@ TEST_F(Settings, EveryRowIsAKilnVariableOnceWithAMeaning) {
 // The one flag rule: empty is unset, 0/false/no/off (any case) are off, anything else on.
 TEST_F(Settings, FlagRule) {
   {
-    ScopedEnv unset("KILN_NO_CACHE", nullptr);
+    ScopedEnv unset("KILN_NO_CACHE", std::nullopt);
     EXPECT_FALSE(settings::flag("KILN_NO_CACHE"));
   }
   {
@@ -80,22 +67,22 @@ TEST_F(Settings, FlagRule) {
     EXPECT_TRUE(settings::flag("KILN_NO_CACHE")) << on;
   }
   ScopedEnv odd("KILN_SERVER_DEBUG", "maybe");
-  testing::internal::CaptureStderr();
+  ::testing::internal::CaptureStderr();
   EXPECT_TRUE(settings::flag("KILN_SERVER_DEBUG"));
   EXPECT_TRUE(settings::flag("KILN_SERVER_DEBUG"));
-  std::string warned = testing::internal::GetCapturedStderr();
+  std::string warned = ::testing::internal::GetCapturedStderr();
   EXPECT_NE(warned.find("KILN_SERVER_DEBUG='maybe' is not 1/true/yes/on or 0/false/no/off"),
             std::string::npos)
       << warned;
   EXPECT_EQ(warned.find("KILN_SERVER_DEBUG", warned.find('\n')), std::string::npos)
       << "warned twice: " << warned;
-  ScopedEnv pool("KILN_POOL_TEMPLATE", nullptr);
+  ScopedEnv pool("KILN_POOL_TEMPLATE", std::nullopt);
   EXPECT_TRUE(settings::flag("KILN_POOL_TEMPLATE")) << "its default is on";
 }
 
 TEST_F(Settings, SecondsTakeTheTableDefaultAndRefuseOrWarnPerRow) {
   {
-    ScopedEnv unset("KILN_REMOTE_CACHE_TIMEOUT", nullptr);
+    ScopedEnv unset("KILN_REMOTE_CACHE_TIMEOUT", std::nullopt);
     EXPECT_EQ(settings::seconds("KILN_REMOTE_CACHE_TIMEOUT"), std::chrono::milliseconds(2000));
   }
   {
@@ -123,9 +110,9 @@ TEST_F(Settings, SecondsTakeTheTableDefaultAndRefuseOrWarnPerRow) {
   }
   // A setting whose wrong value is a warning: the default, and one line that names it.
   ScopedEnv idle("KILN_SERVER_IDLE", "soon");
-  testing::internal::CaptureStderr();
+  ::testing::internal::CaptureStderr();
   EXPECT_EQ(settings::seconds("KILN_SERVER_IDLE"), std::chrono::seconds(600));
-  std::string warned = testing::internal::GetCapturedStderr();
+  std::string warned = ::testing::internal::GetCapturedStderr();
   EXPECT_NE(warned.find("KILN_SERVER_IDLE must be a number of seconds in (0, 86400], not 'soon'; "
                         "using the default, 600"),
             std::string::npos)
@@ -134,7 +121,7 @@ TEST_F(Settings, SecondsTakeTheTableDefaultAndRefuseOrWarnPerRow) {
 
 TEST_F(Settings, BytesAndChoices) {
   {
-    ScopedEnv unset("KILN_NVRTC_SPLIT", nullptr);
+    ScopedEnv unset("KILN_NVRTC_SPLIT", std::nullopt);
     EXPECT_EQ(settings::bytes("KILN_NVRTC_SPLIT"), 65536U);
   }
   {
@@ -143,14 +130,14 @@ TEST_F(Settings, BytesAndChoices) {
   }
   {
     ScopedEnv half("KILN_NVRTC_SPLIT", "1.5");
-    testing::internal::CaptureStderr();
+    ::testing::internal::CaptureStderr();
     EXPECT_EQ(settings::bytes("KILN_NVRTC_SPLIT"), 65536U) << "not a whole number";
-    EXPECT_NE(testing::internal::GetCapturedStderr().find("KILN_NVRTC_SPLIT must be a whole "
+    EXPECT_NE(::testing::internal::GetCapturedStderr().find("KILN_NVRTC_SPLIT must be a whole "
                                                           "number of bytes"),
               std::string::npos);
   }
   {
-    ScopedEnv unset("KILN_REMOTE_CACHE_MODE", nullptr);
+    ScopedEnv unset("KILN_REMOTE_CACHE_MODE", std::nullopt);
     EXPECT_EQ(settings::text("KILN_REMOTE_CACHE_MODE"), "read-only");
   }
   {
@@ -240,32 +227,32 @@ TEST_F(Settings, EveryRowsReaderTakesEmptyValidAndInvalidValues) {
     };
     std::optional<std::string> fallback;
     {
-      ScopedEnv unset(setting.name.data(), nullptr);
+      ScopedEnv unset(name, std::nullopt);
       fallback = read();
       EXPECT_EQ(settings::value(name).origin, settings::Origin::default_value);
     }
     {
-      ScopedEnv empty(setting.name.data(), "");
+      ScopedEnv empty(name, "");
       EXPECT_EQ(read(), fallback) << "an empty value is no value";
     }
     auto [valid, invalid] = valid_and_invalid(setting);
     {
-      ScopedEnv set(setting.name.data(), valid.c_str());
+      ScopedEnv set(name, valid);
       EXPECT_EQ(settings::value(name).origin, settings::Origin::env);
       EXPECT_EQ(read(), valid);
     }
     if (invalid.empty()) continue;
-    ScopedEnv set(setting.name.data(), invalid.c_str());
-    testing::internal::CaptureStderr();
+    ScopedEnv set(name, invalid);
+    ::testing::internal::CaptureStderr();
     if (setting.invalid_is_error) {
       EXPECT_THROW(read(), InvalidArgument);
-      (void)testing::internal::GetCapturedStderr();
+      (void)::testing::internal::GetCapturedStderr();
     } else if (setting.type == settings::Type::flag) {
       EXPECT_EQ(read(), "on");
-      (void)testing::internal::GetCapturedStderr();
+      (void)::testing::internal::GetCapturedStderr();
     } else {
       EXPECT_EQ(read(), fallback);
-      std::string warned = testing::internal::GetCapturedStderr();
+      std::string warned = ::testing::internal::GetCapturedStderr();
       EXPECT_NE(warned.find(name), std::string::npos) << "the warning names the variable";
     }
   }
@@ -319,11 +306,11 @@ TEST_F(SettingsFile, MissingIsEmptyAndOthersFileIsIgnored) {
 }
 
 TEST_F(SettingsFile, ItsPlaceFollowsKilnConfigThenXdgThenHome) {
-  ScopedEnv config("KILN_CONFIG", nullptr);
+  ScopedEnv config("KILN_CONFIG", std::nullopt);
   ScopedEnv xdg("XDG_CONFIG_HOME", "/x");
   EXPECT_EQ(settings::file_path(), "/x/kiln/kiln.conf");
   {
-    ScopedEnv no_xdg("XDG_CONFIG_HOME", nullptr);
+    ScopedEnv no_xdg("XDG_CONFIG_HOME", std::nullopt);
     ScopedEnv home("HOME", "/h");
     EXPECT_EQ(settings::file_path(), "/h/.config/kiln/kiln.conf");
   }

@@ -10,6 +10,8 @@
 #include "internal/remote_level.h"
 #include "internal/sha256.h"
 #include "kiln/cache.h"
+#include "kiln/remote_store.h"
+#include "kiln/settings.h"
 #include "kiln/temp_directory.h"
 #include "testing/cache_servers.h"
 #include "testing/test_support.h"
@@ -248,6 +250,18 @@ TEST(RemoteCacheOptions, TheEnvironmentConfiguresItAndBadValuesAreNamed) {
   } catch (const InvalidArgument& e) {
     EXPECT_NE(std::string(e.what()).find("write-only"), std::string::npos) << e.what();
   }
+}
+
+// One default for the remote operation limit: the settings table's, which the options' own
+// defaults (for callers that fill them in themselves) repeat.
+TEST(RemoteCacheOptions, TheOperationLimitHasOneDefault) {
+  testing::ScopedEnv unset("KILN_REMOTE_CACHE_TIMEOUT", std::nullopt);
+  std::optional<std::chrono::milliseconds> table = settings::seconds("KILN_REMOTE_CACHE_TIMEOUT");
+  ASSERT_TRUE(table.has_value());
+  EXPECT_EQ(RemoteCacheOptions{}.operation_timeout, *table);
+  EXPECT_EQ(RemoteStoreOptions{}.operation_timeout, *table);
+  testing::ScopedEnv url("KILN_REMOTE_CACHE", "redis://cache:6379/2");
+  EXPECT_EQ(RemoteCacheOptions::from_environment()->operation_timeout, *table);
 }
 
 // One rule for a URL kiln cannot read, in the library as in the CLI (docs/remote-cache.md): an
