@@ -27,6 +27,8 @@
 #include <string>
 #include <string_view>
 
+#include "kiln/enum_names.h"
+
 namespace kiln::settings {
 
 enum class Type {
@@ -38,12 +40,23 @@ enum class Type {
   bytes,    // a whole number of bytes within [minimum, maximum]
 };
 
+inline constexpr EnumName<Type> kTypeNames[] = {
+    {Type::flag, "flag"},     {Type::path, "path"},       {Type::url, "url"},
+    {Type::choice, "choice"}, {Type::seconds, "seconds"}, {Type::bytes, "bytes"}};
+static_assert(in_enum_order(kTypeNames, Type::bytes), "a name for every settings::Type");
+
 enum class Origin { default_value, file, env, flag };
 
-// "default", "file", "env", "flag".
-std::string_view origin_name(Origin origin);
-// "flag", "path", "url", "choice", "seconds", "bytes".
-std::string_view type_name(Type type);
+inline constexpr EnumName<Origin> kOriginNames[] = {{Origin::default_value, "default"},
+                                                    {Origin::file, "file"},
+                                                    {Origin::env, "env"},
+                                                    {Origin::flag, "flag"}};
+static_assert(in_enum_order(kOriginNames, Origin::flag), "a name for every settings::Origin");
+
+// "default", "file", "env", "flag" (kOriginNames).
+inline std::string_view origin_name(Origin origin) { return enum_name(kOriginNames, origin); }
+// "flag", "path", "url", "choice", "seconds", "bytes" (kTypeNames).
+inline std::string_view type_name(Type type) { return enum_name(kTypeNames, type); }
 
 // One row of the table.
 struct Setting {

@@ -125,25 +125,6 @@ std::optional<std::string> typed(std::string_view name, Type type) {
 
 }  // namespace
 
-std::string_view origin_name(Origin origin) {
-  switch (origin) {
-    case Origin::default_value:
-      return "default";
-    case Origin::file:
-      return "file";
-    case Origin::env:
-      return "env";
-    case Origin::flag:
-      return "flag";
-  }
-  return "default";
-}
-
-std::string_view type_name(Type type) {
-  constexpr std::string_view kNames[] = {"flag", "path", "url", "choice", "seconds", "bytes"};
-  return kNames[static_cast<size_t>(type)];
-}
-
 const Setting& find(std::string_view name) {
   for (const Setting& setting : table()) {
     if (setting.name == name) return setting;
