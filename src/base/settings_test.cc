@@ -133,7 +133,7 @@ TEST_F(Settings, BytesAndChoices) {
     ::testing::internal::CaptureStderr();
     EXPECT_EQ(settings::bytes("KILN_NVRTC_SPLIT"), 65536U) << "not a whole number";
     EXPECT_NE(::testing::internal::GetCapturedStderr().find("KILN_NVRTC_SPLIT must be a whole "
-                                                          "number of bytes"),
+                                                            "number of bytes"),
               std::string::npos);
   }
   {
