@@ -109,6 +109,9 @@ std::optional<std::string> text(std::string_view name);
 std::optional<std::chrono::milliseconds> seconds(std::string_view name);
 std::optional<std::uint64_t> bytes(std::string_view name);
 
+// A seconds or bytes setting's range in words: "in (0, 600]"; "" for the other types.
+std::string range_text(const Setting& setting);
+
 // The text of `value` as the setting `name` would read it: "" when fine, else what is wrong
 // ("KILN_REMOTE_CACHE_MODE must be read-only or read-write, not 'rw'").
 std::string invalid(std::string_view name, std::string_view value);

@@ -75,12 +75,6 @@ std::string lowered(std::string_view text) {
   return out;
 }
 
-// The range of a seconds or bytes setting, in words: "in (0, 600]".
-std::string range_text(const Setting& setting) {
-  return fmt::format("in {}{}, {}]", setting.minimum_open ? "(" : "[", setting.minimum,
-                     setting.maximum);
-}
-
 std::optional<double> number_in_range(const Setting& setting, std::string_view text) {
   std::string copy(text);
   char* end = nullptr;
@@ -124,6 +118,12 @@ std::optional<std::string> typed(std::string_view name, Type type) {
 }
 
 }  // namespace
+
+std::string range_text(const Setting& setting) {
+  if (setting.type != Type::seconds && setting.type != Type::bytes) return "";
+  return fmt::format("in {}{}, {}]", setting.minimum_open ? "(" : "[", setting.minimum,
+                     setting.maximum);
+}
 
 const Setting& find(std::string_view name) {
   for (const Setting& setting : table()) {

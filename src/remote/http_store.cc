@@ -10,6 +10,7 @@
 #include "internal/backend_registry.h"
 #include "internal/curl_library.h"
 #include "internal/store_support.h"
+#include "kiln/enum_names.h"
 
 namespace kiln::internal {
 namespace {
@@ -18,19 +19,9 @@ using Clock = std::chrono::steady_clock;
 
 enum class Method { get, put, head, del };
 
-std::string_view verb(Method method) {
-  switch (method) {
-    case Method::get:
-      return "GET";
-    case Method::put:
-      return "PUT";
-    case Method::head:
-      return "HEAD";
-    case Method::del:
-      return "DELETE";
-  }
-  return "?";
-}
+constexpr EnumName<Method> kVerbs[] = {
+    {Method::get, "GET"}, {Method::put, "PUT"}, {Method::head, "HEAD"}, {Method::del, "DELETE"}};
+static_assert(in_enum_order(kVerbs, Method::del), "a verb for every Method");
 
 // What one request sends and receives; the callbacks' user data.
 struct Transfer {
@@ -188,7 +179,8 @@ class HttpStore final : public RemoteStore {
 
   RemoteStoreError error(Method method, std::string_view kind, std::string_view hex,
                          std::string_view what) const {
-    return RemoteStoreError(fmt::format("{}: {} {}/{}: {}", name_, verb(method), kind, hex, what));
+    return RemoteStoreError(
+        fmt::format("{}: {} {}/{}: {}", name_, enum_name(kVerbs, method), kind, hex, what));
   }
 
   template <typename Value>

@@ -21,6 +21,7 @@
 #include "internal/backend_registry.h"
 #include "internal/fd.h"
 #include "internal/store_support.h"
+#include "kiln/enum_names.h"
 
 namespace kiln::internal {
 namespace {
@@ -51,21 +52,13 @@ struct Reply {
   long long integer = 0;
 };
 
-std::string_view type_name(ReplyType type) {
-  switch (type) {
-    case ReplyType::status:
-      return "a status";
-    case ReplyType::error:
-      return "an error";
-    case ReplyType::integer:
-      return "an integer";
-    case ReplyType::bulk:
-      return "a string";
-    case ReplyType::nil:
-      return "nil";
-  }
-  return "an unknown type";
-}
+// What a reply of each type is called in a message.
+constexpr EnumName<ReplyType> kReplyTypeNames[] = {{ReplyType::status, "a status"},
+                                                   {ReplyType::error, "an error"},
+                                                   {ReplyType::integer, "an integer"},
+                                                   {ReplyType::bulk, "a string"},
+                                                   {ReplyType::nil, "nil"}};
+static_assert(in_enum_order(kReplyTypeNames, ReplyType::nil), "a name for every ReplyType");
 
 // Why an exchange failed. `closed`: the server went away (EOF, a reset) before any byte of the
 // reply came, which on a connection taken from the pool means only that it was stale.
@@ -268,7 +261,8 @@ class RedisStore final : public RemoteStore {
   void expect(const Reply& reply, ReplyType type, std::string_view operation) const {
     if (reply.type != type) {
       throw error(operation, fmt::format("the server answered with {}, not {}",
-                                         type_name(reply.type), type_name(type)));
+                                         enum_name(kReplyTypeNames, reply.type),
+                                         enum_name(kReplyTypeNames, type)));
     }
   }
 

@@ -83,10 +83,7 @@ std::string settings_markdown() {
   for (const settings::Setting& setting : settings::table()) {
     std::string type(settings::type_name(setting.type));
     if (!setting.choices.empty()) type += ": `" + cell(setting.choices) + "`";
-    if (setting.type == settings::Type::seconds || setting.type == settings::Type::bytes) {
-      type += fmt::format(" in {}{}, {}]", setting.minimum_open ? "(" : "[", setting.minimum,
-                          setting.maximum);
-    }
+    if (std::string range = settings::range_text(setting); !range.empty()) type += " " + range;
     std::string fallback = setting.default_value.empty()
                                ? cell(setting.default_text)
                                : fmt::format("`{}`", cell(setting.default_value));
