@@ -23,3 +23,9 @@ def sleep(seconds):
 def crash():
     """Ends the worker process at once, as a segfaulting extension would, without any answer."""
     os._exit(3)
+
+
+def import_tvm_and_intrinsics():
+    """An initializer as MetaSchedule's workers need: tvm and its tensor intrinsics."""
+    import tvm  # noqa: F401  pylint: disable=import-outside-toplevel,unused-import
+    import tvm.s_tir.tensor_intrin  # noqa: F401  pylint: disable=import-outside-toplevel

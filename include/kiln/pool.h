@@ -157,14 +157,21 @@ struct WorkerOptions {
 // Python template imports the modules `names`) and then forks each new worker from itself, so
 // that a worker is ready in milliseconds however long the preparation took. One per worker
 // program and working directory in each process (and per environment, less
-// PYTEST_CURRENT_TEST: a forked worker gets the environment of its request), started from
-// the pool's spawning thread: it dies with this process. Forked workers are this process's own
-// children (CLONE_PARENT), so they are timed out, killed, reaped and reported exactly like
-// started ones.
+// PYTEST_CURRENT_TEST and the shell's _, OLDPWD, PWD and SHLVL: a forked worker gets the
+// environment, directory and umask of its request), started from the pool's spawning thread: it
+// dies with this process. Forked workers are this process's own children (CLONE_PARENT), so they
+// are timed out, killed, reaped and reported exactly like started ones.
+//
+// With KILN_POOL_TEMPLATE_SERVICE (the default) a template is a service that outlives this
+// process instead (pool/template_service.h): a later process of the same user, cgroup and
+// namespaces with the same key joins it while every file it imported is unchanged, and gets
+// warm workers from its first call. Its workers are its children, watched and reported through
+// a status socket each (to a caller they look the same), and die with their caller.
 //
 // Starts, in the background, a template for workers of `command` that prepares `names` (all
 // names asked for so far, in order), unless one that has them is ready or being prepared. One
-// that is ready keeps serving until the new one is. Returns true when it started one.
+// that is ready keeps serving until the new one is. Returns true when it started one. With no
+// `names`, only joins a service that is there.
 bool prepare_template(const std::vector<std::string>& command,
                       const std::vector<std::string>& names);
 // Waits up to `limit` while a template of `command` is being prepared (a new worker would spend
@@ -184,8 +191,25 @@ struct TemplateStats {
   std::uint64_t started = 0;
   std::uint64_t lost = 0;
   std::string last_reason{};
+  // Template services (KILN_POOL_TEMPLATE_SERVICE) that an earlier process started and this one
+  // joined, and those it found stale (a file they imported changed), the last one saying why.
+  std::uint64_t joined = 0;
+  std::uint64_t stale = 0;
+  std::string last_stale{};
 };
 TemplateStats template_stats();
+
+// This user's template services in this process's scope (`kiln templates`): each one's socket
+// and its answer to "status" ("pid N\ncallers N\nworkers N\nfiles N\nnames N"), or why none
+// came. With `stop`, each is told to stop first: it takes no more callers and ends once its
+// workers have (the answer is then "told to stop").
+struct TemplateService {
+  std::filesystem::path socket;
+  std::string status;
+};
+std::vector<TemplateService> template_services(bool stop = false);
+// Where they live: $XDG_RUNTIME_DIR/kiln/templates-<scope> or /tmp/kiln-<uid>/templates-<scope>.
+std::filesystem::path template_service_directory();
 
 // The template's side, what a worker program calls when its last two arguments are the ones a
 // template gets. `prepare` runs once with the names; the fork hooks run around every fork (a
@@ -195,6 +219,9 @@ TemplateStats template_stats();
 // set in environ: a Python caller updates os.environ from it).
 struct TemplateHooks {
   std::function<std::vector<std::string>(const std::vector<std::string>& names)> prepare;
+  // After prepare, for a template service: what a fresh worker's imports depend on
+  // (pool/template_freshness.h says the form); the service serves while it is unchanged.
+  std::function<std::vector<std::string>()> sources;
   std::function<void()> before_fork;
   std::function<void()> after_fork_in_parent;
   std::function<void()> after_fork_in_child;

@@ -248,9 +248,14 @@ class TemplateStats(TypedDict):
     started: int
     lost: int
     last_reason: str
+    joined: int
+    stale: int
+    last_stale: str
 
 def serve_pool_template(
-    args: Sequence[str], prepare: Callable[[list[str]], Sequence[str]]
+    args: Sequence[str],
+    prepare: Callable[[list[str]], Sequence[str]],
+    sources: Callable[[], Sequence[str]] | None = ...,
 ) -> int | tuple[list[str], list[str]]:
     """The template's exit status; in a worker it forked, (its arguments, its environment)."""
 
@@ -262,6 +267,7 @@ def wait_for_template(
     needed: Sequence[str] = ...,
 ) -> bool: ...
 def template_stats() -> TemplateStats: ...
+def template_services(stop: bool = ...) -> list[dict[str, str]]: ...
 
 # --- pool.cc: workers and executors running pickled Python calls ----------------------------------
 

@@ -20,11 +20,15 @@ namespace {
 
 // The template's life: None in a worker it forked (which then serves; its arguments and
 // environment come back as a tuple), else the template's exit status.
-py::object serve_pool_template(const std::vector<std::string>& args, py::function prepare) {
+py::object serve_pool_template(const std::vector<std::string>& args, py::function prepare,
+                               py::object sources) {
   kiln::pool::TemplateHooks hooks;
   hooks.prepare = [&prepare](const std::vector<std::string>& names) {
     return prepare(names).cast<std::vector<std::string>>();
   };
+  if (!sources.is_none()) {
+    hooks.sources = [&sources] { return sources().cast<std::vector<std::string>>(); };
+  }
   // The GIL stays held throughout: the template has one thread, and Python's fork hooks need it.
   hooks.before_fork = [] { PyOS_BeforeFork(); };
   hooks.after_fork_in_parent = [] { PyOS_AfterFork_Parent(); };
@@ -43,13 +47,17 @@ py::dict stats() {
   d["started"] = s.started;
   d["lost"] = s.lost;
   d["last_reason"] = s.last_reason;
+  d["joined"] = s.joined;
+  d["stale"] = s.stale;
+  d["last_stale"] = s.last_stale;
   return d;
 }
 
 }  // namespace
 
 void bind_pool_template(py::module_& m) {
-  m.def("serve_pool_template", &serve_pool_template, py::arg("args"), py::arg("prepare"));
+  m.def("serve_pool_template", &serve_pool_template, py::arg("args"), py::arg("prepare"),
+        py::arg("sources") = py::none());
   m.def("prepare_template", &kiln::pool::prepare_template, py::arg("command"), py::arg("names"),
         py::call_guard<py::gil_scoped_release>());
   m.def(
@@ -63,6 +71,19 @@ void bind_pool_template(py::module_& m) {
       py::arg("command"), py::arg("timeout"), py::arg("only_if_preparing") = false,
       py::arg("needed") = std::vector<std::string>{});
   m.def("template_stats", &stats);
+  m.def(
+      "template_services",
+      [](bool stop) {
+        py::list services;
+        for (const kiln::pool::TemplateService& service : kiln::pool::template_services(stop)) {
+          py::dict d;
+          d["socket"] = service.socket.string();
+          d["status"] = service.status;
+          services.append(d);
+        }
+        return services;
+      },
+      py::arg("stop") = false);
 }
 
 }  // namespace kiln::python

@@ -49,12 +49,15 @@
 #include <fmt/format.h>
 
 #include "internal/fd.h"
+#include "internal/sha256.h"
 #include "kiln/error.h"
 #include "kiln/pool.h"
 #include "kiln/settings.h"
 #include "protocol.h"
 #include "spawner.h"
 #include "template_messages.h"
+#include "template_scope.h"
+#include "template_service.h"
 
 namespace kiln::internal {
 namespace {
@@ -65,8 +68,12 @@ constexpr std::chrono::seconds kForkAnswer{10};
 constexpr std::size_t kMaxTemplates = 4;
 // A key whose templates died this many times before they were ready gets no more.
 constexpr int kMaxLosses = 3;
-// Left out of a template's key: set anew for every test by pytest.
-constexpr std::string_view kVolatile[] = {"PYTEST_CURRENT_TEST="};
+// Left out of a template's key: set anew for every test by pytest, or by the shell for every
+// command, and read by no import. (A worker still gets them: its environment is its caller's.)
+constexpr std::string_view kVolatile[] = {
+    "PYTEST_CURRENT_TEST=", "_=", "OLDPWD=", "PWD=", "SHLVL="};
+// How long a template service may take to answer a hello.
+constexpr std::chrono::seconds kHelloAnswer{5};
 
 // ---- The parent's side ------------------------------------------------------------------------
 
@@ -75,33 +82,76 @@ bool debug() {
   return on;
 }
 
+bool services() { return settings::flag("KILN_POOL_TEMPLATE_SERVICE"); }
+
+// The umask, read without changing it (umask(2) would, for every thread, for a moment).
+std::optional<mode_t> current_umask() {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.starts_with("Umask:")) {
+      return static_cast<mode_t>(std::strtoul(line.c_str() + 6, nullptr, 8));
+    }
+  }
+  return std::nullopt;
+}
+
 // One template process, as the parent sees it.
 class TemplateProcess {
  public:
+  // Starts a template; with `service` ("service:<digest>:<socket>"), one that detaches and
+  // outlives this process (template_service.h).
   TemplateProcess(const std::vector<std::string>& command, std::vector<std::string> environment,
-                  std::vector<std::string> names)
-      : names_(std::move(names)) {
+                  std::vector<std::string> names, const std::string& service = {})
+      : names_(std::move(names)), service_(!service.empty()) {
     UniqueFd theirs = open_control();
     SpawnSpec spec;
     spec.environment = std::move(environment);
     spec.executable = resolve_executable(command.at(0), path_of(spec.environment), {});
     spec.argv = command;
-    spec.argv.insert(spec.argv.end(), {kTemplateFlag, std::to_string(::getpid())});
+    spec.argv.insert(spec.argv.end(),
+                     {kTemplateFlag, service_ ? service : std::to_string(::getpid())});
     UniqueFd devnull(::open("/dev/null", O_WRONLY | O_CLOEXEC));
     spec.fds = {{theirs.get(), kTemplateFd}, {devnull.get(), 1}, {2, 2}};
     child_ = Spawner::spawn(spec);
     if (!send_message(control_.get(), join_lines("prepare", names_))) {
       failure_ = "the template exited before it was told what to prepare";
     }
+    if (service_) {  // what was started exits as soon as the service it forked has detached
+      child_->wait_until(Clock::now() + kForkAnswer);
+      child_.reset();
+    }
+  }
+  // A connection to the template service at `socket` for the key with `digest`: ready() when
+  // it welcomed this process, else failure() says why not.
+  TemplateProcess(const std::filesystem::path& socket, const std::string& digest) : service_(true) {
+    control_ = connect_to_service(socket, failure_);
+    if (!control_) return;
+    std::optional<std::string> answer;
+    if (send_message(control_.get(), "hello\n" + digest) &&
+        wait_readable(control_.get(), kHelloAnswer)) {
+      answer = receive_message(control_.get());
+    }
+    std::vector<std::string> lines = split_lines(answer.value_or("no answer"));
+    if (lines[0] != "welcome") {
+      failure_ = fmt::format("the template service at {} did not serve this process: {}",
+                             socket.string(), lines.size() > 1 ? lines[1] : lines[0]);
+      return;
+    }
+    auto gap = std::find(lines.begin() + 1, lines.end(), std::string());
+    names_.assign(lines.begin() + 1, gap);
+    if (gap != lines.end()) failed_names_.assign(gap + 1, lines.end());
+    std::erase(failed_names_, std::string());
+    ready_ = true;
   }
   // A successor of `ready` (which stays): forked from it, so that it has everything `ready`
   // imported already and prepares only what `names` adds.
   TemplateProcess(TemplateProcess& ready, std::vector<std::string> names)
-      : names_(std::move(names)) {
+      : names_(std::move(names)), service_(ready.service_) {
     UniqueFd theirs = open_control();
     std::optional<pid_t> pid = ready.request_fork("template", {theirs.get()});
     if (!pid) throw SystemError(ready.failure(), 0);
-    child_ = Child::adopt(*pid);
+    if (!service_) child_ = Child::adopt(*pid);  // a service's successor is nobody's child here
     if (!send_message(control_.get(), join_lines("prepare", names_))) {
       failure_ = "the template exited before it was told what to prepare";
     }
@@ -116,6 +166,8 @@ class TemplateProcess {
   const std::vector<std::string>& names() const noexcept { return names_; }
   const std::vector<std::string>& failed_names() const noexcept { return failed_names_; }
   bool ready() const noexcept { return ready_; }
+  // It outlives this process (template_service.h).
+  bool service() const noexcept { return service_; }
   // It prepared, but cannot fork safely (threads run in it): so would any other with its names.
   bool unsafe() const noexcept { return unsafe_; }
   // Set once the template is of no more use, saying why.
@@ -126,7 +178,7 @@ class TemplateProcess {
     if (ready_ || !failure_.empty() || !wait_readable(control_.get(), limit)) return;
     std::optional<std::string> answer = receive_message(control_.get());
     if (!answer) {
-      failure_ = fmt::format("the template (pid {}) {} while it prepared", child_->pid(), ended());
+      failure_ = fmt::format("{} {} while it prepared", who(), ended());
       return;
     }
     std::vector<std::string> lines = split_lines(*answer);
@@ -149,34 +201,58 @@ class TemplateProcess {
       request += fmt::format("\n{}", child_fd);
       fds.push_back(parent_fd);
     }
+    // The directory and umask the worker starts with, as a spawned one would: this process's now.
+    UniqueFd cwd(::open(".", O_PATH | O_DIRECTORY | O_CLOEXEC));
+    if (cwd) {
+      request += "\ncwd";
+      fds.push_back(cwd.get());
+    }
+    if (std::optional<mode_t> mask = current_umask()) request += fmt::format("\numask={:o}", *mask);
     request += '\n';
     for (const std::string& entry : spec.environment) request += '\n' + entry;
     if (request.size() > kMaxTemplateMessage || fds.size() > kMaxTemplateFds) {
       reason_ = "the worker's environment is too large to send to its template";
       return std::nullopt;  // this worker only: the template stays
     }
-    std::optional<pid_t> pid = request_fork(request, fds);
+    UniqueFd status;
+    std::optional<pid_t> pid = request_fork(request, fds, &status);
     if (!pid) return std::nullopt;
-    return Child::adopt(*pid);
+    if (!service_) return Child::adopt(*pid);
+    if (!status) {
+      failure_ = "the template service sent no status socket with its worker";
+      ::kill(-*pid, SIGKILL);
+      return std::nullopt;
+    }
+    return Child::foreign(*pid, std::move(status));
   }
 
   // Sends a fork request; the forked process's pid, or std::nullopt with failure() set.
-  std::optional<pid_t> request_fork(const std::string& request, const std::vector<int>& fds) {
+  // `status`: where a service's answer puts the worker's status socket.
+  std::optional<pid_t> request_fork(const std::string& request, const std::vector<int>& fds,
+                                    UniqueFd* status = nullptr) {
     if (!send_message(control_.get(), request, fds)) {
-      failure_ = fmt::format("the template (pid {}) {}", child_->pid(), ended());
+      failure_ = fmt::format("{} {}", who(), ended());
       return std::nullopt;
     }
     std::optional<std::string> answer;
-    if (wait_readable(control_.get(), kForkAnswer)) answer = receive_message(control_.get());
+    std::vector<UniqueFd> attached;
+    if (wait_readable(control_.get(), kForkAnswer)) {
+      answer = receive_message(control_.get(), &attached);
+    }
     if (!answer) {
-      failure_ = fmt::format("the template (pid {}) did not answer a fork within {} s: {}",
-                             child_->pid(), kForkAnswer.count(), ended());
+      failure_ = fmt::format("{} did not answer a fork within {} s: {}", who(), kForkAnswer.count(),
+                             ended());
       return std::nullopt;
     }
     std::vector<std::string> lines = split_lines(*answer);
     if (lines[0] == "pid" && lines.size() == 2) {
       pid_t pid = static_cast<pid_t>(std::atol(lines[1].c_str()));
+      if (status != nullptr && attached.size() == 1) *status = std::move(attached[0]);
       if (pid > 0) return pid;
+    }
+    if (lines[0] == "stale" && lines.size() == 2) {
+      failure_ = fmt::format("the template service is stale: {}", lines[1]);
+      return std::nullopt;
     }
     if (lines[0] == "refused" && lines.size() == 2) {
       reason_ = fmt::format("the template could not fork this worker: {}", lines[1]);
@@ -201,8 +277,12 @@ class TemplateProcess {
     return UniqueFd(pair[1]);
   }
 
+  std::string who() const {
+    return child_ ? fmt::format("the template (pid {})", child_->pid()) : "the template service";
+  }
+
   std::string ended() {
-    if (!child_) return "ended";
+    if (!child_) return service_ ? "hung up" : "ended";
     child_->wait_until(Clock::now() + std::chrono::milliseconds(200));
     if (!child_->reaped()) return "stopped answering";
     int status = child_->wait_status();
@@ -216,6 +296,7 @@ class TemplateProcess {
   UniqueFd control_;
   bool ready_ = false;
   bool unsafe_ = false;
+  bool service_ = false;
   std::string failure_;
   std::string reason_;
 };
@@ -242,8 +323,10 @@ class Templates {
   bool prepare(const std::vector<std::string>& command, const std::vector<std::string>& names) {
     std::vector<std::string> environment = make_environment({}, false);
     std::lock_guard lock(mutex_);
-    Entry& entry = entry_for(key_of(command, environment));
+    std::string key = key_of(command, environment);
+    Entry& entry = entry_for(key);
     entry.command = command;
+    entry.key = std::move(key);
     for (const std::string& name : names) {
       if (std::find(entry.wanted.begin(), entry.wanted.end(), name) == entry.wanted.end()) {
         entry.wanted.push_back(name);
@@ -306,6 +389,7 @@ class Templates {
 
  private:
   struct Entry {
+    std::string key;
     std::vector<std::string> command;
     std::vector<std::string> wanted;
     std::unique_ptr<TemplateProcess> ready;  // forks workers
@@ -371,9 +455,14 @@ class Templates {
     if (entry.next || entry.losses >= kMaxLosses) return false;
     if (entry.ready && !lacks(entry, *entry.ready)) return false;
     if (entry.ready && start_successor(entry)) return true;
+    std::string service;
+    if (!entry.ready && services()) {
+      if (join_service(entry, service)) return true;
+      if (entry.wanted.empty()) return false;  // only asked to join one that was there
+    }
     try {
-      entry.next =
-          std::make_unique<TemplateProcess>(entry.command, std::move(environment), entry.wanted);
+      entry.next = std::make_unique<TemplateProcess>(entry.command, std::move(environment),
+                                                     entry.wanted, service);
     } catch (const std::exception& error) {
       entry.last_failure = fmt::format("the template could not start: {}", error.what());
       note(entry.last_failure);
@@ -381,6 +470,39 @@ class Templates {
       return false;
     }
     ++stats_.started;
+    return true;
+  }
+
+  // Joins the template service of entry's key when one is there and fresh; otherwise `service`
+  // becomes the argument that starts one (empty when services cannot be used here).
+  bool join_service(Entry& entry, std::string& service) {
+    std::string digest = sha256_hex(entry.key);
+    std::filesystem::path socket;
+    try {
+      socket = template_service_socket(digest);
+    } catch (const std::exception& error) {
+      note(fmt::format("no template service: {}", error.what()));
+      return false;
+    }
+    service = fmt::format("{}{}:{}", kServiceArgument, digest, socket.string());
+    auto joined = std::make_unique<TemplateProcess>(socket, digest);
+    if (!joined->ready()) {
+      if (joined->failure().find("stale") != std::string::npos) {
+        ++stats_.stale;
+        stats_.last_stale = joined->failure();
+      }
+      note(joined->failure());
+      return false;
+    }
+    entry.ready = std::move(joined);
+    ++stats_.joined;
+    for (const std::string& name : entry.ready->failed_names()) std::erase(entry.wanted, name);
+    for (const std::string& name : entry.ready->names()) {
+      if (std::find(entry.wanted.begin(), entry.wanted.end(), name) == entry.wanted.end()) {
+        entry.wanted.push_back(name);
+      }
+    }
+    if (lacks(entry, *entry.ready)) start_successor(entry);
     return true;
   }
 
@@ -464,5 +586,17 @@ bool wait_for_template(const std::vector<std::string>& command, std::chrono::mil
 }
 
 TemplateStats template_stats() { return internal::Templates::of_this_process().stats(); }
+
+std::vector<TemplateService> template_services(bool stop) {
+  std::vector<TemplateService> services;
+  for (internal::ServiceInfo& info : internal::template_services(stop)) {
+    services.push_back({std::move(info.socket), std::move(info.status)});
+  }
+  return services;
+}
+
+std::filesystem::path template_service_directory() {
+  return internal::template_service_directory();
+}
 
 }  // namespace kiln::pool

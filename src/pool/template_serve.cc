@@ -24,10 +24,11 @@
 #include "internal/fd.h"
 #include "kiln/pool.h"
 #include "protocol.h"
+#include "template_fork.h"
 #include "template_messages.h"
+#include "template_service.h"
 
 namespace kiln::internal {
-namespace {
 
 int thread_count() {
   std::ifstream status("/proc/self/status");
@@ -68,6 +69,7 @@ void run_fork_handlers(const pool::TemplateHooks& hooks) {
 // keeps every descriptor the template's modules hold (a log file logging.basicConfig opened) under
 // the number their Python objects know, and its protocol gets exactly the numbers a started one
 // has.
+namespace {
 constexpr int kFirstReserved = kTemplateFd + 1;
 constexpr int kLastReserved = std::max({kRequestFd, kResponseFd, kBoardFd});
 
@@ -80,6 +82,13 @@ struct Placeholders {
 Placeholders placeholders;
 
 bool is_open(int fd) { return ::fcntl(fd, F_GETFD) != -1 || errno != EBADF; }
+
+bool holds_placeholder(int fd) {
+  struct stat st {};
+  return fd >= kTemplateFd && fd <= kLastReserved && placeholders.held[fd] &&
+         ::fstat(fd, &st) == 0 && st.st_dev == placeholders.dev && st.st_ino == placeholders.ino;
+}
+}  // namespace
 
 // Puts /dev/null on every reserved number that is free; one that is not stays unreserved (and
 // the template says it cannot fork, held_reserved_fd).
@@ -98,10 +107,14 @@ void reserve_worker_fds() {
   }
 }
 
-bool holds_placeholder(int fd) {
-  struct stat st {};
-  return fd >= kFirstReserved && fd <= kLastReserved && placeholders.held[fd] &&
-         ::fstat(fd, &st) == 0 && st.st_dev == placeholders.dev && st.st_ino == placeholders.ino;
+void reserve_fd(int fd) {
+  if (fd < kTemplateFd || fd > kLastReserved) return;
+  UniqueFd null(::open("/dev/null", O_RDONLY | O_CLOEXEC));
+  if (null.get() == fd) {  // it took the free number itself
+    placeholders.held[null.release()] = true;
+  } else if (null && !is_open(fd)) {
+    placeholders.held[fd] = ::dup3(null.get(), fd, O_CLOEXEC) == fd;
+  }
 }
 
 // Why a worker's descriptors cannot go onto `targets` here without taking a number from under
@@ -148,13 +161,57 @@ void place_fds(std::vector<UniqueFd>& fds, const std::vector<int>& targets, int 
   }
 }
 
+std::optional<ForkRequest> parse_fork_request(const std::string& request,
+                                              std::vector<UniqueFd>& fds) {
+  std::vector<std::string> lines = split_lines(request);
+  ForkRequest fork;
+  std::size_t i = 1;
+  std::size_t next_fd = 0;
+  for (; i < lines.size() && !lines[i].empty(); ++i) {
+    const std::string& line = lines[i];
+    if (line.starts_with("umask=")) {
+      fork.umask = static_cast<mode_t>(std::strtoul(line.c_str() + 6, nullptr, 8) & 0777);
+    } else if (next_fd >= fds.size()) {
+      return std::nullopt;
+    } else if (line == "cwd") {
+      fork.cwd = std::move(fds[next_fd++]);
+    } else {
+      fork.targets.push_back(std::atoi(line.c_str()));
+      fork.fds.push_back(std::move(fds[next_fd++]));
+    }
+  }
+  if (fork.targets.empty() || next_fd != fds.size()) return std::nullopt;
+  fds.clear();
+  fork.environment.assign(lines.begin() + static_cast<long>(std::min(i + 1, lines.size())),
+                          lines.end());
+  return fork;
+}
+
+pool::ForkedWorker become_worker(ForkRequest& fork, int control,
+                                 const std::vector<std::string>& args, pid_t parent) {
+  place_fds(fork.fds, fork.targets, control);
+  if (fork.cwd) {
+    (void)::fchdir(fork.cwd.get());
+    fork.cwd.reset();
+  }
+  if (fork.umask) (void)::umask(*fork.umask);
+  ::clearenv();
+  for (const std::string& entry : fork.environment) {
+    std::size_t eq = entry.find('=');
+    if (eq != std::string::npos) ::setenv(entry.substr(0, eq).c_str(), entry.c_str() + eq + 1, 1);
+  }
+  pool::ForkedWorker worker{std::vector<std::string>(args.begin(), args.end() - 2),
+                            fork.environment};
+  worker.args.insert(worker.args.end(), {kWorkerFlag, std::to_string(parent)});
+  return worker;
+}
+
 pid_t clone_as_sibling() {
   // fork() whose child is the template's parent's child. No stack of its own (0): the child
   // goes on from here on a copy of this one's, as with fork.
   return static_cast<pid_t>(::syscall(SYS_clone, CLONE_PARENT | SIGCHLD, 0, 0, 0, 0));
 }
 
-}  // namespace
 }  // namespace kiln::internal
 
 namespace kiln::pool {
@@ -186,17 +243,12 @@ std::optional<ForkedWorker> serve_fork(int control, const std::string& request,
                                        std::vector<internal::UniqueFd>& fds,
                                        const std::vector<std::string>& args, pid_t parent,
                                        const TemplateHooks& hooks) {
-  std::vector<std::string> lines = internal::split_lines(request);
-  std::vector<int> targets;
-  std::size_t i = 1;
-  for (; i < lines.size() && !lines[i].empty(); ++i) targets.push_back(std::atoi(lines[i].c_str()));
-  std::vector<std::string> environment(
-      lines.begin() + static_cast<long>(std::min(i + 1, lines.size())), lines.end());
-  if (targets.empty() || targets.size() != fds.size()) {
+  std::optional<internal::ForkRequest> fork = internal::parse_fork_request(request, fds);
+  if (!fork) {
     (void)internal::send_message(control, "error\nthe request's descriptors do not match");
     return std::nullopt;
   }
-  if (std::string taken = internal::taken_target(targets, control); !taken.empty()) {
+  if (std::string taken = internal::taken_target(fork->targets, control); !taken.empty()) {
     (void)internal::send_message(control, "refused\n" + taken);  // this worker starts afresh
     return std::nullopt;
   }
@@ -204,18 +256,8 @@ std::optional<ForkedWorker> serve_fork(int control, const std::string& request,
     (void)internal::send_message(control, "error\n" + internal::describe_threads());
     return std::nullopt;
   }
-  if (fork_answering(control, fds, hooks) != 0) return std::nullopt;
-  {  // the forked worker
-    internal::place_fds(fds, targets, control);
-    ::clearenv();
-    for (const std::string& entry : environment) {
-      std::size_t eq = entry.find('=');
-      if (eq != std::string::npos) ::setenv(entry.substr(0, eq).c_str(), entry.c_str() + eq + 1, 1);
-    }
-    ForkedWorker worker{std::vector<std::string>(args.begin(), args.end() - 2), environment};
-    worker.args.insert(worker.args.end(), {internal::kWorkerFlag, std::to_string(parent)});
-    return worker;
-  }
+  if (fork_answering(control, fork->fds, hooks) != 0) return std::nullopt;
+  return internal::become_worker(*fork, control, args, parent);  // the forked worker
 }
 
 // A "template" request: forks a successor of this template, which takes the descriptor sent as
@@ -274,6 +316,9 @@ std::variant<bool, ForkedWorker> serve_one_template(const std::vector<std::strin
 std::variant<int, ForkedWorker> serve_template(const std::vector<std::string>& args,
                                                const TemplateHooks& hooks) {
   if (args.size() < 2 || args[args.size() - 2] != internal::kTemplateFlag) return 2;
+  if (args.back().starts_with(internal::kServiceArgument)) {
+    return internal::serve_template_service(args, hooks);
+  }
   pid_t parent = static_cast<pid_t>(std::atol(args.back().c_str()));
   (void)::prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (::getppid() != parent) return 1;

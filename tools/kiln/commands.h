@@ -28,6 +28,7 @@ void add_emcc(CLI::App& app, int* status);
 void add_doctor(CLI::App& app, int* status);
 void add_build(CLI::App& app, int* status);
 void add_settings(CLI::App& app, int* status);
+void add_templates(CLI::App& app, int* status);
 
 // The arguments after the first "--" on the command line, meant for the compiler
 // (`kiln cc shared -o x.so x.c -- -O2`). main() splits them off before parsing.

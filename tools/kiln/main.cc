@@ -33,6 +33,7 @@ int main(int argc, char** argv) {
   cli::add_doctor(app, &status);
   cli::add_build(app, &status);
   cli::add_settings(app, &status);
+  cli::add_templates(app, &status);
   auto fail = [](const std::exception& e, int exit_status) {
     std::cerr << "kiln: error: " << kiln::printable_lines(e.what()) << "\n";
     return exit_status;

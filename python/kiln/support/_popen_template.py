@@ -38,6 +38,9 @@ class Template:
 
     lock = threading.Lock()
     wanted: list[str] = []
+    # Whether this process has looked for a template service another process left (one that
+    # has what earlier runs imported serves from the first call, before anything is wanted).
+    joined = False
     seen: set[str | None] = {*sys.builtin_module_names, "__main__", "__mp_main__", None}
 
     @staticmethod
@@ -80,6 +83,10 @@ class Template:
                     names.extend(extra)
         if any(n not in cls.seen for n in names):
             cls.want(names)
+        if not cls.joined and cls.enabled():
+            cls.joined = True
+            if not cls.wanted:
+                native.prepare_template(COMMAND, [])
         if cls.wanted and cls.enabled():
             needed = [n for n in names if n is not None]
             native.wait_for_template(COMMAND, _TEMPLATE_WAIT_S, True, needed)

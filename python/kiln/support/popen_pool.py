@@ -52,7 +52,7 @@ from enum import IntEnum
 
 from .._native import native
 from ._popen_collector import OPEN, close, collect
-from ._popen_message import MAX_MESSAGE_BYTES
+from ._popen_message import MAX_MESSAGE_BYTES, initialize
 from ._popen_payload import checked, dumps, unwrap
 from ._popen_template import COMMAND, Template
 
@@ -184,8 +184,17 @@ def warm(modules: Iterable[str] = (), timeout: float | None = None) -> bool:
 
 def template_stats() -> TemplateStats:
     """What this process's worker templates did: {"forks", "fallbacks", "started", "lost",
-    "last_reason"} (why the last worker was started afresh instead of forked)."""
+    "last_reason"} (why the last worker was started afresh instead of forked), and the template
+    services it joined or found stale: {"joined", "stale", "last_stale"}."""
     return native.template_stats()
+
+
+def template_services(stop: bool = False) -> list[dict[str, str]]:
+    """This user's worker template services in this process's cgroup and namespaces (those an
+    earlier process left for later ones to join, KILN_POOL_TEMPLATE_SERVICE): each one's socket
+    and status ("pid N\ncallers N\nworkers N\nfiles N\nnames N"). `stop`: tell each to stop
+    first (it serves no new process and ends once its workers have), as `kiln templates --stop`."""
+    return native.template_services(stop)
 
 
 class _Setup:
@@ -210,7 +219,8 @@ class _Setup:
         self.options: WorkerOptions = {
             "command": COMMAND,
             "from_template": Template.enabled(),
-            "initializer": None if initializer is None else dumps(initializer, initargs, None),
+            "initializer": (None if initializer is None else
+                            dumps(initialize, (initializer, *initargs), None)),
             "max_uses": int(maximum_uses or 0),
             "stdout_fd": stdout_fd,
             "stderr_fd": _stream_fd(stderr, "stderr", stdout_fd, self.keep),

@@ -31,7 +31,7 @@ import pickle
 import sys
 
 from kiln._native import native
-from kiln.support._popen_message import MAX_MESSAGE_BYTES
+from kiln.support._popen_message import MAX_MESSAGE_BYTES, initialize
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -123,7 +123,7 @@ def run(payload: bytes) -> _Answer:
     except BaseException as error:  # pylint: disable=broad-except
         _exit_for(error)
     try:
-        data = _dumps((value, _learned()))
+        data = _dumps((value, None if fn is initialize else _learned()))
     except Exception as error:  # pylint: disable=broad-except
         text = f"the result of {getattr(fn, '__qualname__', fn)!r} cannot be pickled: {error}"
         return _failure(type(error)(text), text)
@@ -164,6 +164,32 @@ def _prepare(names: list[str]) -> list[str]:
     return failed
 
 
+def _sources() -> list[str]:
+    """What a template service's imports depend on (pool/template_freshness.h): every imported
+    module's file ("f<path>"), and each directory imports searched with the names in it that
+    would shadow what was found ("d<dir>\t<name>..."): the top-level modules in each sys.path
+    entry (and *.pth files, which extend sys.path), each package's submodules in its __path__."""
+    files = []
+    top: set[str] = {"*.pth"}
+    children: dict[str, set[str]] = {}
+    for name, module in list(sys.modules.items()):
+        path = getattr(module, "__file__", None)
+        if isinstance(path, str):
+            files.append("f" + os.path.abspath(path))
+        package, _, leaf = name.rpartition(".")
+        if not package:
+            top.add(name)
+            continue
+        for directory in getattr(sys.modules.get(package), "__path__", None) or ():
+            if isinstance(directory, str):
+                children.setdefault(os.path.abspath(directory), set()).add(leaf)
+    for entry in sys.path:
+        directory = os.path.abspath(entry or os.getcwd())
+        children.setdefault(directory, set()).update(top)
+    dirs = ["d" + "\t".join([d, *sorted(stems)]) for d, stems in children.items()]
+    return files + dirs
+
+
 def _adopt_environment(environment: list[str]) -> None:
     """A worker forked from a template: os.environ becomes the environment of its request
     (already in the C library's environ)."""
@@ -200,7 +226,7 @@ def main() -> int:
     os._exit = _exit_telling_the_parent
     args = sys.argv
     if len(args) >= 3 and args[-2] == "--kiln-pool-template":
-        served = native.serve_pool_template(args, _prepare)
+        served = native.serve_pool_template(args, _prepare, _sources)
         if isinstance(served, int):
             return served
         args, environment = served  # a worker, forked from this template

@@ -49,6 +49,12 @@ class Child {
   // template forked with CLONE_PARENT), and puts it in a process group of its own, as spawn()
   // does (the child does the same: whichever runs first).
   static Child adopt(pid_t pid);
+  // Takes on `pid`, a process another one forked for this one (a pool worker from a template
+  // service, template_service.cc) and holds as a zombie until this side reaps it. `status` is
+  // its socket from that parent: one message, "exit <wait status>", once the process has exited;
+  // closing it lets the parent reap the process. Its end without a message means the parent
+  // died, which killed the process (PR_SET_PDEATHSIG): it reads as killed by SIGKILL.
+  static Child foreign(pid_t pid, UniqueFd status);
 
   Child(Child&& other) noexcept;
   Child& operator=(Child&& other) noexcept;
@@ -60,7 +66,7 @@ class Child {
   pid_t pid() const noexcept { return pid_; }
   // A descriptor that polls readable once the child has exited; invalid where the kernel has no
   // pidfd_open (then wait_until() falls back to short sleeps).
-  int exit_fd() const noexcept { return pidfd_.get(); }
+  int exit_fd() const noexcept { return foreign_ ? status_.get() : pidfd_.get(); }
   bool reaped() const noexcept { return reaped_; }
   // The wait status from waitpid; meaningful once reaped().
   int wait_status() const noexcept { return wait_status_; }
@@ -89,14 +95,18 @@ class Child {
   Child(pid_t pid, bool own_group) noexcept;
   // Drops the child without signalling or reaping it (it is another process's).
   void forget() noexcept;
+  // A foreign child's wait status, once its parent has sent it (closes status_).
+  int read_foreign_status();
 
   pid_t pid_ = -1;
   pid_t parent_ = -1;  // the process that spawned it
   bool own_group_ = true;
+  bool foreign_ = false;  // status_ says when it exited (foreign())
   bool reaped_ = false;
   int wait_status_ = 0;
   Clock::time_point reaped_at_{};
   UniqueFd pidfd_;
+  UniqueFd status_;
 };
 
 // Tells the child guard (kiln::guard_children, through the pipe `fd`) of every process group

@@ -2,6 +2,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -11,7 +12,9 @@
 #include <atomic>
 #include <cerrno>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
+#include <string_view>
 #include <thread>
 
 #include <fmt/format.h>
@@ -194,6 +197,14 @@ Child Child::adopt(pid_t pid) {
   return Child(pid, true);
 }
 
+Child Child::foreign(pid_t pid, UniqueFd status) {
+  tell_guard(pid, true);  // it made a group of its own before its parent answered
+  Child child(pid, true);
+  child.foreign_ = true;
+  child.status_ = std::move(status);
+  return child;
+}
+
 void set_guard_fd(int fd) noexcept { guard_fd.store(fd); }
 
 Child::Child(pid_t pid, bool own_group) noexcept
@@ -203,10 +214,12 @@ Child::Child(Child&& other) noexcept
     : pid_(std::exchange(other.pid_, -1)),
       parent_(other.parent_),
       own_group_(other.own_group_),
+      foreign_(other.foreign_),
       reaped_(std::exchange(other.reaped_, true)),
       wait_status_(other.wait_status_),
       reaped_at_(other.reaped_at_),
-      pidfd_(std::move(other.pidfd_)) {}
+      pidfd_(std::move(other.pidfd_)),
+      status_(std::move(other.status_)) {}
 
 Child& Child::operator=(Child&& other) noexcept {
   if (this != &other) {
@@ -214,10 +227,12 @@ Child& Child::operator=(Child&& other) noexcept {
     pid_ = std::exchange(other.pid_, -1);
     parent_ = other.parent_;
     own_group_ = other.own_group_;
+    foreign_ = other.foreign_;
     reaped_ = std::exchange(other.reaped_, true);
     wait_status_ = other.wait_status_;
     reaped_at_ = other.reaped_at_;
     pidfd_ = std::move(other.pidfd_);
+    status_ = std::move(other.status_);
   }
   return *this;
 }
@@ -231,11 +246,16 @@ bool Child::ours() const noexcept { return parent_ == ::getpid(); }
 void Child::forget() noexcept {
   reaped_ = true;  // nothing to signal or wait for from here on
   pidfd_.reset();
+  status_.reset();
 }
 
 bool Child::has_exited() {
   if (reaped_) return true;
   if (!ours()) throw InvalidState(fmt::format("process {} is not a child of this process", pid_));
+  if (foreign_) {
+    pollfd p{status_.get(), POLLIN, 0};
+    return retry_eintr([&] { return ::poll(&p, 1, 0); }) == 1;
+  }
   siginfo_t info{};
   int r = retry_eintr([&] { return ::waitid(P_PID, pid_, &info, WEXITED | WNOHANG | WNOWAIT); });
   if (r == -1) throw SystemError(fmt::format("waitid({})", pid_), errno);
@@ -245,8 +265,8 @@ bool Child::has_exited() {
 bool Child::wait_exit_until(std::optional<Clock::time_point> deadline) {
   while (!has_exited()) {
     if (deadline && Clock::now() >= *deadline) return false;
-    if (pidfd_) {
-      pollfd p{pidfd_.get(), POLLIN, 0};
+    if (exit_fd() >= 0) {
+      pollfd p{exit_fd(), POLLIN, 0};
       poll_until(&p, 1, deadline);
     } else {
       // No pidfd: short sleeps keep the deadline within a millisecond.
@@ -262,12 +282,30 @@ void Child::reap() {
   // Before waitpid: once reaped, the group id may be given to a stranger the guard must not kill.
   if (own_group_) tell_guard(pid_, false);
   int status = 0;
-  pid_t r = retry_eintr([&] { return ::waitpid(pid_, &status, 0); });
-  if (r == -1) throw SystemError(fmt::format("waitpid({})", pid_), errno);
+  if (foreign_) {
+    status = read_foreign_status();
+  } else {
+    pid_t r = retry_eintr([&] { return ::waitpid(pid_, &status, 0); });
+    if (r == -1) throw SystemError(fmt::format("waitpid({})", pid_), errno);
+  }
   reaped_ = true;
   wait_status_ = status;
   reaped_at_ = Clock::now();
   pidfd_.reset();
+}
+
+int Child::read_foreign_status() {
+  pollfd p{status_.get(), POLLIN, 0};
+  poll_until(&p, 1, std::nullopt);
+  char message[64] = {};
+  ssize_t n = retry_eintr([&] { return ::recv(status_.get(), message, sizeof message - 1, 0); });
+  status_.reset();  // its parent reaps it now
+  int status = 0;
+  if (n > 5 && std::string_view(message, 5) == "exit " &&
+      std::sscanf(message + 5, "%d", &status) == 1) {
+    return status;
+  }
+  return SIGKILL;  // the wait status of a process killed by SIGKILL: its parent died
 }
 
 bool Child::wait_until(std::optional<Clock::time_point> deadline) {
