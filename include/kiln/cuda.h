@@ -28,6 +28,10 @@
 #include "kiln/launcher.h"
 #include "kiln/recipe.h"
 
+namespace kiln {
+class Cache;  // kiln/cache.h
+}  // namespace kiln
+
 namespace kiln::cuda {
 
 enum class Backend { nvrtc, nvcc };
@@ -75,15 +79,16 @@ struct CompileOptions {
   // cluster configured, compiles them on build servers). Not keyed: it changes where a compile
   // runs, never what it makes. InvalidArgument with NVRTC, whose compile runs in this process.
   std::optional<Launcher> launcher{};
-  // Look the result up in, and store it into, kiln's kernel cache (kiln/cache.h), keyed by the
-  // source as compiled, every option, backend, format, arch, the compiler's identity and version
-  // and the environment variables that change the output. KILN_NO_CACHE turns it off; so does
+  // Look the result up in, and store it into, kiln's kernel cache (kiln/cache.h), under
+  // kernel_cache_key() (the source as compiled, every option, backend, format, arch, the
+  // compiler's identity and version and the environment variables that change the output), the
+  // key kiln build's CUDA jobs are cached under too. KILN_NO_CACHE turns it off; so does
   // TVM_KERNEL_DUMP (a dump is wanted for its files). A cache that cannot be opened is not
   // used (CompileResult::warning says why) and the compile goes on without it.
   bool use_cache = true;
   // With use_cache: whether a stored result may be served. false stores what is compiled without
-  // serving anything (kiln build: a job's status and log say what ran, and a kernel it compiled
-  // is still there for `kiln cuda compile` and kiln.support.nvcc).
+  // serving anything, for a caller that wants the compiler to run (and its log) whatever the
+  // cache holds. (kiln build looks its CUDA jobs up itself, under kernel_cache_key().)
   bool cache_reads = true;
 };
 
@@ -130,6 +135,22 @@ CompileResult compile(std::string_view code, const CompileOptions& options = {})
 // NVRTC takes down only the worker): the code and the options (no output) in, the bytes out.
 using NvrtcCall =
     std::function<CompileResult(std::string_view code, const CompileOptions& options)>;
+
+// The key under which kiln's kernel cache (kiln/cache.h, through kiln/direct_cache.h) holds the
+// result of compiling `code` with `options`, every path in it relative to `cache`'s base
+// directory (Cache::relocated): what compile() looks up and stores when its cache's base
+// directory is the same, and what kiln build caches a CUDA job under, so that a kernel either
+// compiled is a hit for the other. Made of what the compile is made of, computed from the same
+// plan: the source as the compiler gets it, every option it gets (so options NVRTC drops are
+// none, and the backend, format and arch are in them), the compiler's identity (its files'
+// content) and version, NVSHMEM's device library, the cuda toolchain's keyed environment
+// variables (kiln/toolchain_environment.h) and the working directory; never a launcher, an
+// output path or a temporary directory. Runs no compiler. Throws what compile() throws before
+// it compiles: InvalidArgument (no arch and no GPU to ask, contradicting options), FileNotFound
+// (no toolkit, no toolkit headers for NVRTC, no NVSHMEM), and as nvrtc_version() when NVRTC
+// cannot be loaded.
+std::string kernel_cache_key(std::string_view code, const CompileOptions& options,
+                             const Cache& cache);
 
 // compile_cuda as a recipe (kiln/recipe.h), for a caller that keys and caches the output itself:
 // one in-process step that compiles `code` and writes the bytes to `options.output` (which must

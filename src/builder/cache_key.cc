@@ -122,6 +122,7 @@ std::string cache_key(const Job& job, const Recipe& recipe, const Workspace& ws)
 }
 
 std::string build_key(const Job& job, const JobRecipe& prepared, const Workspace& ws) {
+  if (!prepared.key.empty()) return prepared.key;  // the toolchain module's own (a CUDA kernel's)
   // Relative -I directories and paths in the dependency output are relative to the compiler's
   // working directory: the same recorded header may be another file from elsewhere.
   // A compiler that runs in the job's own directory ($WORK) runs in the same place every build.

@@ -32,6 +32,8 @@ class Chooser {
   Recipe choose();
   // How to learn the headers of a compile that reports none itself (set by cuda_kernel()).
   JobRecipe::Headers headers;
+  // The key the toolchain module keyed the job under itself (set by cuda_kernel()): JobRecipe::key.
+  std::string key;
 
  private:
   // The job's sources: its files, or its inline code at work_dir/<name>.<ext>, written by a
@@ -53,6 +55,10 @@ class Chooser {
   cc::Options cc_options();
   Recipe static_library();
   Recipe cuda_kernel();
+  // cuda::kernel_cache_key() of the job's compile; "" (and `recipe` not cacheable) when it cannot
+  // be known, "" when there is no cache.
+  std::string kernel_key(const std::string& code, const cuda::CompileOptions& compile,
+                         Recipe& recipe);
   Recipe rocm_code_object();
 
   const Job& job_;
@@ -96,28 +102,42 @@ Recipe Chooser::cuda_kernel() {
       .source_path = job_.sources.empty() ? fs::path() : job_.sources.front(),
       .backend = job_.backend,
       .launcher = launcher(),
-      // Stored into the kernel cache `kiln cuda compile` and kiln.support.nvcc.compile_cuda use
-      // (and its remote level): a kernel compiled here is a hit for them. Never served from it:
-      // the job's own cache entry is what a rebuild hits, and a job that ran has its log.
-      .use_cache = ws_.cache != nullptr && ws_.cache->enabled(),
-      .cache_reads = false};
-  headers = [code, compile](const fs::path& scratch) {
-    cuda::CompileOptions scan = compile;
-    scan.launcher.reset();  // a header scan is no compile to distribute
-    return cuda::headers_read(code, scan, scratch);
-  };
+      // The job is looked up and stored under the kernel cache's own key (kernel_key()), by
+      // make(): the compile itself keeps out of the cache.
+      .use_cache = false};
   Recipe recipe;
   try {
-    recipe = cuda::compile_recipe(std::move(code), compile, std::move(nvrtc));
+    recipe = cuda::compile_recipe(code, compile, std::move(nvrtc));
   } catch (const ToolNotFound& e) {  // no NVRTC library, no nvcc; any other error is a failure
     bool with_nvrtc = job_.backend == cuda::Backend::nvrtc;
     throw Absent{fmt::format("toolchain absent: {}{}", with_nvrtc ? "NVRTC: " : "", e.what())};
   }
+  if (recipe.cacheable) key = kernel_key(code, compile, recipe);
+  headers = [code = std::move(code), compile](const fs::path& scratch) {
+    cuda::CompileOptions scan = compile;
+    scan.launcher.reset();  // a header scan is no compile to distribute
+    return cuda::headers_read(code, scan, scratch);
+  };
   if (compile.launcher) {
     recipe.tools.insert(recipe.tools.begin(), {.what = compile.launcher->name,
                                                .program = compile.launcher->prefix.front()});
   }
   return recipe;
+}
+
+std::string Chooser::kernel_key(const std::string& code, const cuda::CompileOptions& compile,
+                                Recipe& recipe) {
+  if (ws_.cache == nullptr || !ws_.cache->enabled()) return {};
+  try {
+    // The key of compile_cuda, `kiln cuda compile` and kiln.support.nvcc.compile_cuda (and of
+    // the remote level): a kernel either compiled is a hit for the other.
+    return cuda::kernel_cache_key(code, compile, *ws_.cache);
+  } catch (const Error&) {
+    // No key without an arch, a toolkit, NVRTC: the compile fails the same way, and says so
+    // where it always has (the job's failure, its command); nothing to look up or store.
+    recipe.cacheable = false;
+    return {};
+  }
 }
 
 Recipe Chooser::rocm_code_object() {
@@ -214,6 +234,7 @@ JobRecipe prepare(const Job& job, const Options& options, const Workspace& works
     Chooser chooser(job, options, workspace);
     result.recipe = chooser.choose();
     result.headers = std::move(chooser.headers);
+    result.key = std::move(chooser.key);
     if (result.headers) result.depfile_cwd = fs::current_path();  // NVRTC's "..." are from there
   } catch (const Absent& absent) {
     result.skip_reason = absent.reason;

@@ -40,8 +40,8 @@ struct Workspace {
   // slot, where icecc or distcc log (kiln/launcher.h: kLauncherPlumbing, never keyed).
   Launcher::Environment launcher_env{};
   // The build's cache: keys name paths relative to its base directory (Cache::relocated), and a
-  // CUDA compile is looked up in the kernel cache kiln.support.nvcc shares when it is enabled;
-  // nullptr: absolute paths, no kernel cache.
+  // CUDA job is keyed as the kernel cache keys it (cuda::kernel_cache_key), which
+  // kiln.support.nvcc shares; nullptr: absolute paths, no kernel key.
   const Cache* cache = nullptr;
 };
 
@@ -60,6 +60,10 @@ struct JobRecipe {
   using Headers = std::function<std::optional<std::vector<std::filesystem::path>>(
       const std::filesystem::path& scratch)>;
   Headers headers{};
+  // The job's key when its toolchain module keys it itself: a CUDA job's is the kernel cache's
+  // (cuda::kernel_cache_key), the key compile_cuda and `kiln cuda compile` look the same kernel
+  // up under. Empty: build_key() computes one from the recipe.
+  std::string key{};
 };
 
 // Picks the job's recipe from its toolchain module and identifies its tools (which may run their
@@ -81,8 +85,9 @@ std::string key_text(const Job& job, const Recipe& recipe, const Workspace& work
 std::string cache_key(const Job& job, const Recipe& recipe, const Workspace& workspace);
 
 // The job's key in kiln's cache, computed once per attempt and used by both make() and
-// --dry-run: cache_key() with the directory the compiler's relative paths start from
-// (prepared.depfile_cwd). DirectCache (kiln/direct_cache.h) adds the headers.
+// --dry-run: prepared.key when the toolchain module gave one, else cache_key() with the
+// directory the compiler's relative paths start from (prepared.depfile_cwd). DirectCache
+// (kiln/direct_cache.h) adds the headers.
 std::string build_key(const Job& job, const JobRecipe& prepared, const Workspace& workspace);
 
 }  // namespace kiln::build::detail

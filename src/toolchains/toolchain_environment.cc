@@ -59,12 +59,15 @@ std::vector<std::string_view> with_compiler_search(std::vector<std::string_view>
 }  // namespace
 
 const EnvironmentList& cuda_environment() {
+  // TVM_CUDA_COMPILE_MODE only picks the backend of TVM's callback, which the kernel's key holds
+  // itself: keyed, a TVM process that sets it would miss every kernel kiln build compiled.
   static const EnvironmentList list(
-      "cuda", with_compiler_search({"CUDA_PATH", "NVSHMEM_HOME", "TVM_CUDA_PTXAS_REG_LEVEL",
-                                    "TVM_CUDA_PTXAS_EXTRA_OPTS", "TVM_CUDA_NVRTC_EXTRA_OPTS",
-                                    "TVM_CUDA_NVCC_NO_FAST_MATH", "TVM_CUDA_NVRTC_NO_FAST_MATH",
-                                    "TVM_KERNEL_DEBUG", "TVM_KERNEL_DUMP", "TVM_CUDA_COMPILE_MODE",
-                                    "KILN_NVRTC", "KILN_NVJITLINK"}));
+      "cuda",
+      with_compiler_search({"CUDA_PATH", "NVSHMEM_HOME", "TVM_CUDA_PTXAS_REG_LEVEL",
+                            "TVM_CUDA_PTXAS_EXTRA_OPTS", "TVM_CUDA_NVRTC_EXTRA_OPTS",
+                            "TVM_CUDA_NVCC_NO_FAST_MATH", "TVM_CUDA_NVRTC_NO_FAST_MATH",
+                            "TVM_KERNEL_DEBUG", "TVM_KERNEL_DUMP", "KILN_NVRTC", "KILN_NVJITLINK"}),
+      {"TVM_CUDA_COMPILE_MODE"});
   return list;
 }
 

@@ -164,6 +164,43 @@ NvrtcOutput run_nvrtc(const std::string& code, const std::string& source,
                       const std::string& name = "tvm_kernels.cu");
 CompileResult compile_with_nvcc(const Request& request);
 
+// Where nvcc reads the code from, and what that adds to its command and to the cache key.
+struct NvccSource {
+  std::filesystem::path path{};
+  // What is to be written at `path` before nvcc runs (a copy of the code); std::nullopt when nvcc
+  // compiles the user's file in place.
+  std::optional<std::string> copy{};
+  // For a copy of the user's file: -I<its directory>, before the request's own options, so that
+  // its "..." includes are found there first, as beside the file itself.
+  std::vector<std::string> options{};
+  // The user's file, whose name nvcc's messages (and -lineinfo) then carry; "" for none.
+  std::string key{};
+};
+// What one nvcc compile of a request is made of, decided by nvcc_plan() and nowhere else: the
+// compile and the kernel cache's key (kernel_key) read this one value.
+struct NvccPlan {
+  Format format = Format::ptx;        // the request's, or fatbin for a dump (the seed dumps SASS)
+  std::optional<std::string> dump{};  // TVM_KERNEL_DUMP
+  std::optional<NvshmemPaths> nvshmem{};
+  std::string digits{};  // digits_of(): the one arch's, for a default -gencode and nvlink
+  NvccSource source{};   // decided; a copy is written by the compile, not by nvcc_plan()
+  // nvcc and its options, before -MD, -o and the input: nvcc_command().
+  std::vector<std::string> command{};
+};
+// The plan of `request`, a copy of its code to go into `dir` (the dump directory instead when
+// TVM_KERNEL_DUMP is set). Writes nothing; reads the user's file (is it the code?). Throws what
+// find_nvshmem_paths() and arch_digits() throw.
+NvccPlan nvcc_plan(const Request& request, const std::filesystem::path& dir);
+
+// The kernel cache's key of a compile (kiln/cuda.h: kernel_cache_key), one for each backend's
+// plan, both through the same rules: the source as the compiler gets it, every option, the
+// compiler's identity (its files' content) and version, NVSHMEM's device library, the cuda
+// toolchain's keyed environment variables and the working directory, every path relative to
+// request.cache's base directory. request.cache must be set. `plan` of NVRTC: with its source
+// (with_source).
+std::string kernel_key(const Request& request, const NvccPlan& plan);
+std::string kernel_key(const Request& request, const NvrtcPlan& plan);
+
 // A non-empty environment variable of the cuda toolchain's list (kiln/toolchain_environment.h),
 // the list its cache keys are made from.
 inline std::optional<std::string> env(std::string_view name) {

@@ -38,17 +38,8 @@ std::string run_stage(const std::string& code, std::vector<std::string> argv, co
   return std::move(result.output);
 }
 
-// What identifies the compilers an nvcc drives: nvcc, cicc and ptxas beside it (their content,
-// remembered in `memo`). Read from the files rather than asked of `nvcc --version`, a process
-// that would cost every fresh `kiln cuda compile` ~20 ms.
-std::string nvcc_version(const std::string& nvcc, const Cache* memo) {
-  fs::path bin = fs::path(nvcc).parent_path();
-  return file_identity(nvcc, memo) + file_identity(bin / "ptxas", memo) +
-         file_identity(bin.parent_path() / "nvvm" / "bin" / "cicc", memo);
-}
-
 // <cuda>/bin/nvcc, else the nvcc run() finds on PATH, as an absolute path: the file the key
-// identifies (nvcc_version) is the one that runs. "nvcc" (to fail as not found) when none is.
+// identifies (kernel_key) is the one that runs. "nvcc" (to fail as not found) when none is.
 std::string nvcc_program() {
   fs::path nvcc = find_cuda_path() / "bin" / "nvcc";
   std::error_code ec;
@@ -94,26 +85,16 @@ std::vector<std::string> nvcc_command(const Request& request, Format format,
   return cmd;
 }
 
-// Where nvcc reads the code from, and what that adds to its command and to the cache key.
-struct NvccSource {
-  fs::path path;
-  // For a copy of the user's file: -I<its directory>, before the request's own options, so that
-  // its "..." includes are found there first, as beside the file itself.
-  std::vector<std::string> options{};
-  // The user's file, whose name nvcc's messages (and -lineinfo) then carry; "" for none.
-  std::string key{};
-};
-
 // The user's file itself when `code` is exactly its content, it is a .cu file (nvcc picks the
 // language by the extension) and no dump is asked for: nvcc then finds its "..." includes beside
 // it and names it and its lines in messages, exactly as when it is given the file. Otherwise a
 // copy, tvm_kernels.cu in `dir` (as the seed writes it), which starts with a #line naming the
-// user's file when there is one.
+// user's file when there is one (NvccSource::copy, which the compile writes).
 NvccSource nvcc_source(const Request& request, const fs::path& dir, bool dump) {
   const fs::path& file = request.source_path;
   NvccSource source{.path = dir / "tvm_kernels.cu", .key = file.string()};
   if (file.empty()) {
-    kiln::internal::write_file(source.path, request.code);
+    source.copy = request.code;
     return source;
   }
   if (!dump && file.extension() == ".cu" && kiln::internal::is_file(file)) {
@@ -133,25 +114,10 @@ NvccSource nvcc_source(const Request& request, const fs::path& dir, bool dump) {
     if (c == '"' || c == '\\') quoted.push_back('\\');
     quoted.push_back(c);
   }
-  kiln::internal::write_file(source.path, fmt::format("#line 1 \"{}\"\n{}", quoted, request.code));
+  source.copy = fmt::format("#line 1 \"{}\"\n{}", quoted, request.code);
   fs::path parent = file.parent_path();
   source.options.push_back("-I" + (parent.empty() ? std::string(".") : parent.string()));
   return source;
-}
-
-// The cache key of a compile: everything but the temporary paths decides the output (the
-// command, nvcc's identity and version, the source, the user's file it names and the directory
-// its relative paths start from, and NVSHMEM's headers and device library).
-std::string nvcc_cache_key(const std::vector<std::string>& cmd, const Request& request,
-                           const NvccSource& source, const std::optional<NvshmemPaths>& nvshmem) {
-  std::string nvshmem_lib;
-  if (nvshmem) {
-    nvshmem_lib = file_identity(nvshmem->lib_dir / "libnvshmem_device.a", request.cache);
-  }
-  return cache_key(
-      {"nvcc-3", nvcc_version(cmd[0], request.cache), request.cache->relocated(joined_for_key(cmd)),
-       request.code, nvshmem ? nvshmem->include_dir.string() : "", nvshmem_lib,
-       request.cache->relocated(source.key), working_directory_for_key(*request.cache)});
 }
 
 // Links `object` (a relocatable NVSHMEM build) with NVSHMEM's device library and cudadevrt into
@@ -182,33 +148,56 @@ std::string digits_of(const Request& request) {
   return arch_digits(named == request.archs.end() ? std::string() : *named);
 }
 
+// Stores the result: with the headers nvcc's dependency output names when `cmd` asked for one
+// (-MD), else with none (only the toolkit's, keyed by its identity), the user's file compiled in
+// place still holding the code the key has.
+void store(const DirectCache& direct, const NvccSource& source, const std::vector<std::string>& cmd,
+           const fs::path& depfile, const fs::path& temp, const std::string& code,
+           const std::string& bytes) {
+  if (std::find(cmd.begin(), cmd.end(), "-MD") == cmd.end()) {
+    bool unchanged =
+        !source.key.starts_with("in place:") || kiln::internal::read_file(source.path) == code;
+    if (unchanged) direct.put({}, bytes, {});
+  } else if (kiln::internal::is_file(depfile)) {
+    fs::path toolkit = fs::path(cmd[0]).parent_path().parent_path();
+    direct.put(parse_depfile(kiln::internal::read_file(depfile), fs::current_path()), bytes,
+               {temp, toolkit.lexically_normal(), find_cuda_path()});
+  }
+}
+
 }  // namespace
 
-CompileResult compile_with_nvcc(const Request& request) {
-  Format format = request.format;
-  std::optional<std::string> dump = env("TVM_KERNEL_DUMP");
-  if (dump && !request.nvshmem) format = Format::fatbin;  // the seed dumps SASS from a fatbin
-  std::optional<NvshmemPaths> nvshmem;
-  if (request.nvshmem) nvshmem = find_nvshmem_paths();
-  std::string digits = digits_of(request);
+NvccPlan nvcc_plan(const Request& request, const fs::path& dir) {
+  NvccPlan plan{.format = request.format, .dump = env("TVM_KERNEL_DUMP")};
+  // The seed dumps SASS from a fatbin.
+  if (plan.dump && !request.nvshmem) plan.format = Format::fatbin;
+  if (request.nvshmem) plan.nvshmem = find_nvshmem_paths();
+  plan.digits = digits_of(request);
+  plan.source = nvcc_source(request, plan.dump ? fs::path(*plan.dump) : dir, plan.dump.has_value());
+  plan.command = nvcc_command(request, plan.format, plan.dump, plan.digits, plan.source.options);
+  return plan;
+}
 
+CompileResult compile_with_nvcc(const Request& request) {
   TempDirectory temp;
+  NvccPlan plan = nvcc_plan(request, temp.path());
+  const std::optional<std::string>& dump = plan.dump;
+  const NvccSource& source = plan.source;
   if (dump) fs::create_directories(*dump);
-  NvccSource source = nvcc_source(request, dump ? fs::path(*dump) : temp.path(), dump.has_value());
+  if (source.copy) kiln::internal::write_file(source.path, *source.copy);
   // A dump keeps nvcc's result beside the source, as the seed's does, unless the caller names
   // the output (the seed's path_target, which the seed writes instead).
   fs::path target_dir = dump && request.output.empty() ? fs::path(*dump) : temp.path();
-  fs::path target = target_dir / fmt::format("tvm_kernels.{}", format_name(format));
+  fs::path target = target_dir / fmt::format("tvm_kernels.{}", format_name(plan.format));
   if (request.nvshmem) target = target_dir / "tvm_kernels.o";  // first: a relocatable object
 
-  std::vector<std::string> cmd = nvcc_command(request, format, dump, digits, source.options);
+  std::vector<std::string> cmd = plan.command;
   // Headers keyed from nvcc's own dependency output; the user's file compiled in place is among
   // them, so a change to it during the compile stores nothing.
   std::optional<DirectCache> direct;
   fs::path depfile = temp / "tvm_kernels.d";
   if (request.cache != nullptr) {
-    direct.emplace(*request.cache, nvcc_cache_key(cmd, request, source, nvshmem),
-                   std::vector<fs::path>{});
+    direct.emplace(*request.cache, kernel_key(request, plan), std::vector<fs::path>{});
     if (std::optional<CompileResult> hit = served_from(*direct, request)) return std::move(*hit);
     // -MD costs nvcc a whole host-side preprocessing pass (+0.1-0.3 s): only when the compile
     // may read a header the toolkit's identity does not cover.
@@ -221,26 +210,17 @@ CompileResult compile_with_nvcc(const Request& request) {
   cmd.insert(cmd.end(), {"-o", target.string()});
   if (request.nvshmem) {
     cmd.insert(cmd.end(),
-               {"-c", source.path.string(), "-rdc=true", "-I", nvshmem->include_dir.string()});
+               {"-c", source.path.string(), "-rdc=true", "-I", plan.nvshmem->include_dir.string()});
   } else {
     cmd.push_back(source.path.string());
   }
   std::string log = run_stage(request.code, cmd, temp.path(), request.launcher);
   if (request.nvshmem) {
-    target = link_with_nvlink(request.code, target, *nvshmem, digits, target_dir, temp.path(), log);
+    target = link_with_nvlink(request.code, target, *plan.nvshmem, plan.digits, target_dir,
+                              temp.path(), log);
   }
   std::string bytes = kiln::internal::read_file(target, "the compiler wrote no");
-  if (direct && std::find(cmd.begin(), cmd.end(), "-MD") == cmd.end()) {
-    // Only the toolkit's headers, keyed by its identity; and the user's file, compiled in
-    // place, must still hold the code the key has.
-    bool unchanged = !source.key.starts_with("in place:") ||
-                     kiln::internal::read_file(source.path) == request.code;
-    if (unchanged) direct->put({}, bytes, {});
-  } else if (direct && kiln::internal::is_file(depfile)) {
-    fs::path toolkit = fs::path(cmd[0]).parent_path().parent_path();
-    direct->put(parse_depfile(kiln::internal::read_file(depfile), fs::current_path()), bytes,
-                {temp.path(), toolkit.lexically_normal(), find_cuda_path()});
-  }
+  if (direct) store(*direct, source, cmd, depfile, temp.path(), request.code, bytes);
   return {.bytes = std::move(bytes), .log = std::move(log)};
 }
 

@@ -345,25 +345,6 @@ CompileResult compile_once(const Request& request, const NvrtcPlan& plan) {
   return result;
 }
 
-// The kernel cache's key: the source as NVRTC gets it, every option, NVRTC's identity and
-// version, NVSHMEM's device library, and the working directory; paths relative to the cache's
-// base directory.
-std::string nvrtc_cache_key(const Request& request, const NvrtcPlan& plan) {
-  auto [major, minor] = nvrtc_version();
-  std::string nvshmem_lib;
-  if (request.nvshmem) {
-    nvshmem_lib =
-        file_identity(find_nvshmem_paths().lib_dir / "libnvshmem_device.a", request.cache) +
-        file_identity(nvjitlink().path, request.cache);
-  }
-  // The text names the user's file (#line): relative to the base directory, as every path.
-  return cache_key({"nvrtc-4", format_name(request.format), plan.arch,
-                    request.cache->relocated(plan.prepared.text),
-                    request.cache->relocated(joined_for_key(plan.options)),
-                    file_identity(nvrtc().path, request.cache), fmt::format("{}.{}", major, minor),
-                    nvshmem_lib, working_directory_for_key(*request.cache)});
-}
-
 }  // namespace
 
 CompileResult compile_with_nvrtc(const Request& request) {
@@ -376,7 +357,7 @@ CompileResult compile_with_nvrtc(const Request& request) {
   with_source(plan, request);
   if (plan.dump_dir) dump(*plan.dump_dir, "tvm_kernels.cu", plan.prepared.text);
   if (request.cache == nullptr) return compile_once(request, plan);
-  DirectCache direct(*request.cache, nvrtc_cache_key(request, plan),
+  DirectCache direct(*request.cache, kernel_key(request, plan),
                      std::vector<fs::path>{});  // headers: below
   if (std::optional<CompileResult> hit = served_from(direct, request)) {
     hit->command_line = plan.command_line();

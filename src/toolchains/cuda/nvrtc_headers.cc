@@ -154,7 +154,14 @@ std::optional<std::vector<std::filesystem::path>> headers_read(
   namespace fs = std::filesystem;
   try {
     if (options.backend == Backend::nvcc) {
-      return internal::nvrtc_headers(code, std::string(code), options.options, scratch, {},
+      // nvcc finds "..." beside the user's file first (it compiles the file, or a copy with
+      // -I<its directory>): without that directory a header there is not found, and nothing
+      // could be keyed.
+      fs::path source_dir;
+      if (!options.source_path.empty()) {
+        source_dir = fs::absolute(options.source_path).lexically_normal().parent_path();
+      }
+      return internal::nvrtc_headers(code, std::string(code), options.options, scratch, source_dir,
                                      /*nvrtc=*/false);
     }
     internal::Request request = internal::request_of(code, options);
