@@ -7,6 +7,9 @@ parent), a template learns what tasks import, one that died is rebuilt, and one 
 safely (a thread running) is never used. Forked workers keep the files the template's modules
 opened, draw numpy numbers of their own, and are not held up by a template rebuilding for another
 task's slow import.
+
+They are about a process's own template, so they run with KILN_POOL_TEMPLATE_SERVICE=0
+(test_popen_pool_service.py tests the services that outlive a process).
 """
 # pylint: disable=redefined-outer-name
 
@@ -22,6 +25,8 @@ import pytest
 from conftest import TESTS_DIR, process_is_dead
 
 import template_tasks as tasks
+
+os.environ["KILN_POOL_TEMPLATE_SERVICE"] = "0"  # read by kiln at each template start
 
 
 @pytest.fixture(autouse=True)

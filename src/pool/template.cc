@@ -134,8 +134,8 @@ class TemplateProcess {
     }
     std::vector<std::string> lines = split_lines(answer.value_or("no answer"));
     if (lines[0] != "welcome") {
-      failure_ = fmt::format("the template service at {} did not serve this process: {}",
-                             socket.string(), lines.size() > 1 ? lines[1] : lines[0]);
+      failure_ = fmt::format("the template service at {} did not serve this process ({}): {}",
+                             socket.string(), lines[0], lines.size() > 1 ? lines[1] : lines[0]);
       return;
     }
     auto gap = std::find(lines.begin() + 1, lines.end(), std::string());
@@ -487,7 +487,7 @@ class Templates {
     service = fmt::format("{}{}:{}", kServiceArgument, digest, socket.string());
     auto joined = std::make_unique<TemplateProcess>(socket, digest);
     if (!joined->ready()) {
-      if (joined->failure().find("stale") != std::string::npos) {
+      if (joined->failure().find("(stale)") != std::string::npos) {
         ++stats_.stale;
         stats_.last_stale = joined->failure();
       }
