@@ -587,16 +587,4 @@ bool wait_for_template(const std::vector<std::string>& command, std::chrono::mil
 
 TemplateStats template_stats() { return internal::Templates::of_this_process().stats(); }
 
-std::vector<TemplateService> template_services(bool stop) {
-  std::vector<TemplateService> services;
-  for (internal::ServiceInfo& info : internal::template_services(stop)) {
-    services.push_back({std::move(info.socket), std::move(info.status)});
-  }
-  return services;
-}
-
-std::filesystem::path template_service_directory() {
-  return internal::template_service_directory();
-}
-
 }  // namespace kiln::pool

@@ -18,6 +18,7 @@
 #include "internal/files.h"
 #include "internal/sha256.h"
 #include "kiln/error.h"
+#include "kiln/pool.h"
 #include "template_messages.h"
 
 namespace kiln::internal {
@@ -139,3 +140,19 @@ std::vector<ServiceInfo> template_services(bool stop) {
 }
 
 }  // namespace kiln::internal
+
+namespace kiln::pool {
+
+std::vector<TemplateService> template_services(bool stop) {
+  std::vector<TemplateService> services;
+  for (internal::ServiceInfo& info : internal::template_services(stop)) {
+    services.push_back({std::move(info.socket), std::move(info.status)});
+  }
+  return services;
+}
+
+std::filesystem::path template_service_directory() {
+  return internal::template_service_directory();
+}
+
+}  // namespace kiln::pool
