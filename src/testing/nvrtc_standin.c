@@ -9,7 +9,8 @@
  *    are told apart by it), "name <program name>\n", "option <option>\n" for each option in
  *    order, then "end\n";
  *  - while the file $KILN_NVRTC_CRASH exists, nvrtcCompileProgram dies of SIGSEGV, as a crashing
- *    compiler would; while $KILN_NVRTC_HANG exists, it sleeps instead of returning; while
+ *    compiler would; while $KILN_NVRTC_HANG exists, it sleeps instead of returning (while
+ *    $KILN_NVRTC_HANG_PCH exists, only a compile that makes a PCH does); while
  *    $KILN_NVRTC_REMOVE_PCH exists, it removes the PCH file a compile is to use (the file a
  *    /proc/self/fd/N path names) before NVRTC opens it, as `kiln cache clear` or an eviction in
  *    another process may. The files are looked at on each call, so a test can switch a running
@@ -149,15 +150,19 @@ int nvrtcCompileProgram(nvrtcProgram p, int n, const char* const* options) {
   static int (*fn)(nvrtcProgram, int, const char* const*);
   count("compile\n");
   record_received(p, n, options);
+  int making_pch = 0;
   for (int i = 0; i < n; ++i) {
-    if (strncmp(options[i], "--create-pch=", 13) == 0) count("create-pch\n");
+    if (strncmp(options[i], "--create-pch=", 13) == 0) {
+      count("create-pch\n");
+      making_pch = 1;
+    }
     if (strncmp(options[i], "--use-pch=", 10) == 0) {
       count("use-pch\n");
       if (exists("KILN_NVRTC_REMOVE_PCH")) remove_pch(options[i] + 10);
     }
   }
   if (exists("KILN_NVRTC_CRASH")) raise(SIGSEGV);
-  while (exists("KILN_NVRTC_HANG")) sleep(1);
+  while (exists("KILN_NVRTC_HANG") || (making_pch && exists("KILN_NVRTC_HANG_PCH"))) sleep(1);
   if (fn == NULL) fn = (int (*)(nvrtcProgram, int, const char* const*))real("nvrtcCompileProgram");
   return fn(p, n, options);
 }

@@ -38,6 +38,11 @@
 namespace kiln::cuda::internal {
 
 inline constexpr size_t kMaxPchFiles = 16;
+// The CPU priority (nice(2)) a compile server's child makes a PCH at, after answering, its I/O
+// priority the idle class: it yields to the compiles running meanwhile (the other parts of the
+// same module, nvrtc_parallel.h). The server has a session, so an autogroup (sched(7)), of its
+// own: the maker yields to the server's other children, not to every process on the machine.
+inline constexpr int kPchNice = 19;
 
 // Where NVRTC finds a header: for a "..." include beside the including file first, then in each
 // include directory of the options (-I<dir>, -I <dir>, --include-path[=]<dir>) in their order;

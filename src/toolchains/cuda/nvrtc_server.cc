@@ -6,8 +6,10 @@
 // then kills the child, and answers for a child that died before it could.
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -91,9 +93,19 @@ nlohmann::json read_request(int connection, int answering) {
   return std::move(*read.value);
 }
 
+// Lowers this process's CPU priority to kPchNice and its I/O priority to the idle class; best
+// effort: a refusal leaves them as they were.
+void yield_to_compiles() {
+  (void)::setpriority(PRIO_PROCESS, 0, kPchNice);
+  constexpr int kWhoProcess = 1;  // IOPRIO_WHO_PROCESS, ioprio_set(2)
+  constexpr int kIdle = 3 << 13;  // IOPRIO_PRIO_VALUE(IOPRIO_CLASS_IDLE, 0)
+  (void)::syscall(SYS_ioprio_set, kWhoProcess, 0, kIdle);
+}
+
 // The child's whole work: read the request, compile (with the PCH of its header prefix when
 // there is one), answer; then, when there was none, make it for the compiles to come (after
-// answering: the first compile of a header set is not made to wait for its PCH).
+// answering: the first compile of a header set is not made to wait for its PCH; at a lowered
+// priority: the compiles that arrive meanwhile, which go without it, are not slowed).
 [[noreturn]] void compile_one(int connection, int answering, const fs::path& pch_dir) {
   nlohmann::json request = read_request(connection, answering);
   if (::chdir(request["cwd"].get<std::string>().c_str()) != 0) {
@@ -111,7 +123,10 @@ nlohmann::json read_request(int connection, int answering) {
                                           request["cubin"].get<bool>(), pch);
   bool sent = send_answer(connection, answering, answer_of(attempt));
   ::close(connection);
-  if (!spec.key.empty() && !pch) make_pch(pch_dir, spec);
+  if (!spec.key.empty() && !pch) {
+    yield_to_compiles();
+    make_pch(pch_dir, spec);
+  }
   ::_exit(sent ? 0 : 1);
 }
 

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <signal.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -20,6 +21,7 @@
 #include "kiln/temp_directory.h"
 #include "testing/test_support.h"
 #include "toolchains/cuda/nvrtc_library.h"
+#include "toolchains/cuda/nvrtc_pch.h"
 
 namespace kiln::cuda {
 namespace {
@@ -56,13 +58,15 @@ class NvrtcServer : public ::testing::Test {
                 {"KILN_NVRTC_CALLS", calls().string()},
                 {"KILN_NVRTC_CRASH", (dir_.path() / "crash").string()},
                 {"KILN_NVRTC_HANG", (dir_.path() / "hang").string()},
+                {"KILN_NVRTC_HANG_PCH", (dir_.path() / "hang-pch").string()},
                 {"KILN_SERVER_IDLE", "60"}});
     return run({.argv = testing::child_argv("cuda-compile", args), .env = env});
   }
   fs::path calls() const { return dir_.path() / "calls"; }
-  size_t compiles() const {
-    return testing::count_occurrences(testing::read_file(calls()), "compile\n");
+  size_t count(const std::string& line) const {
+    return testing::count_occurrences(testing::read_file(calls()), line + "\n");
   }
+  size_t compiles() const { return count("compile"); }
   void touch(const std::string& name) { std::ofstream(dir_.path() / name).put('1'); }
   void remove(const std::string& name) { fs::remove(dir_.path() / name); }
   fs::path servers_dir() const { return dir_.path() / "cache" / "servers"; }
@@ -106,6 +110,14 @@ class NvrtcServer : public ::testing::Test {
     return {state, parent};
   }
   static pid_t parent_of(pid_t pid) { return state_of(pid).second; }
+  // The nice value of `pid` (/proc/PID/stat's 19th field, the 17th after the name).
+  static int nice_of(pid_t pid) {
+    std::string stat = testing::read_file("/proc/" + std::to_string(pid) + "/stat");
+    std::istringstream fields(stat.substr(stat.rfind(')') + 2));
+    std::string field;
+    for (int i = 0; i < 17; ++i) fields >> field;
+    return std::stoi(field);
+  }
   // The processes whose parent is `pid`.
   static std::vector<pid_t> children_of(pid_t pid) {
     std::vector<pid_t> found;
@@ -201,6 +213,38 @@ TEST_F(NvrtcServer, AHungCompileEndsAtTheCallersDeadlineAndIsKilled) {
       << "the server killed the hung compile";
   remove("hang");
   EXPECT_EQ(compile(kOtherHalfKernel).exit_code, 0);
+}
+
+TEST_F(NvrtcServer, ACompileWhileItsPchIsBeingMadeGoesOnWithoutItAndTheMakerYields) {
+  touch("hang-pch");  // the PCH's compile sleeps until the file is gone
+  ASSERT_EQ(compile(kHalfKernel).exit_code, 0) << "answered before its PCH is made";
+  std::vector<pid_t> server = servers();
+  ASSERT_EQ(server.size(), 1u);
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (count("create-pch") == 0 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_EQ(count("create-pch"), 1u) << "the first compile's child never began its PCH";
+  std::vector<pid_t> makers = children_of(server[0]);
+  ASSERT_EQ(makers.size(), 1u);
+  EXPECT_EQ(nice_of(makers[0]), internal::kPchNice) << "its CPU priority";
+  EXPECT_EQ(::syscall(SYS_ioprio_get, 1, makers[0]), 3 << 13) << "its I/O priority: idle";
+
+  // Same header set, its PCH's lock held: compiled at once without one, the maker still asleep.
+  RunResult other = compile(kOtherHalfKernel);
+  EXPECT_EQ(other.exit_code, 0) << other.output;
+  EXPECT_EQ(count("use-pch"), 0u);
+  EXPECT_EQ(count("create-pch"), 1u) << "its child left the PCH to the one making it";
+  std::vector<pid_t> after = children_of(server[0]);
+  EXPECT_NE(std::find(after.begin(), after.end(), makers[0]), after.end())
+      << "the maker was still asleep";
+  EXPECT_EQ(nice_of(server[0]), nice_of(::getpid())) << "the server keeps its priority";
+  remove("hang-pch");
+  deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (pch_files() == 0 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_EQ(pch_files(), 1u) << "made once the stand-in let it";
 }
 
 TEST_F(NvrtcServer, ItEndsWhenIdleAndTakesItsFilesAlong) {
