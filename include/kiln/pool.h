@@ -171,9 +171,10 @@ struct WorkerOptions {
 // Starts, in the background, a template for workers of `command` that prepares `names` (all
 // names asked for so far, in order), unless one that has them is ready or being prepared. One
 // that is ready keeps serving until the new one is. Returns true when it started one. With no
-// `names`, only joins a service that is there.
+// `names`, only joins a service that is there. `unless_elsewhere`: nor when another process
+// is preparing the service of this key (a template made ahead, which this one may join later).
 bool prepare_template(const std::vector<std::string>& command,
-                      const std::vector<std::string>& names);
+                      const std::vector<std::string>& names, bool unless_elsewhere = false);
 // Waits up to `limit` while a template of `command` is being prepared (a new worker would spend
 // that time importing what it imports); returns whether one is ready. `only_if_preparing`:
 // returns false at once, without looking further, when no template of this process is being

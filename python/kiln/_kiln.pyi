@@ -259,7 +259,9 @@ def serve_pool_template(
 ) -> int | tuple[list[str], list[str]]:
     """The template's exit status; in a worker it forked, (its arguments, its environment)."""
 
-def prepare_template(command: Sequence[str], names: Sequence[str]) -> bool: ...
+def prepare_template(
+    command: Sequence[str], names: Sequence[str], unless_elsewhere: bool = ...
+) -> bool: ...
 def wait_for_template(
     command: Sequence[str],
     timeout: float,

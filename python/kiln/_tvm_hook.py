@@ -26,7 +26,7 @@ from __future__ import annotations
 import os
 import sys
 
-from ._settings import flag_before_extension
+from ._settings import flag, flag_before_extension
 from ._tvm_state import VARIABLE
 
 TYPE_CHECKING = False
@@ -152,6 +152,27 @@ def _install() -> None:
     except Exception as error:  # pylint: disable=broad-except
         text = " ".join(f"{type(error).__name__}: {error}".split())  # one line
         _report(f"kiln.tvm.install() failed: {text}")
+        return
+    _prepare_ahead()
+
+
+def _prepare_ahead() -> None:
+    """The worker template for `import tvm`, prepared in the background (KILN_TVM_TEMPLATE): a
+    later pool of this process, or of a later one that joins its service, forks warm workers
+    from its first call. Not in kiln's own workers and templates (their __main__ is the worker
+    program): they are what it makes."""
+    main_spec = getattr(sys.modules.get("__main__"), "__spec__", None)
+    if getattr(main_spec, "name", None) == "kiln.support.popen_worker":
+        return
+    try:
+        from .support import _popen_template  # pylint: disable=import-outside-toplevel
+
+        if flag("KILN_TVM_TEMPLATE"):
+            _popen_template.Template.ahead(["tvm"])
+    except Exception as error:  # pylint: disable=broad-except
+        # An import of tvm never fails because of kiln: the pools start workers afresh.
+        text = " ".join(f"{type(error).__name__}: {error}".split())
+        print(f"kiln: no worker template made ahead for tvm: {text}", file=sys.stderr)
 
 
 def armed() -> bool:

@@ -59,7 +59,7 @@ void bind_pool_template(py::module_& m) {
   m.def("serve_pool_template", &serve_pool_template, py::arg("args"), py::arg("prepare"),
         py::arg("sources") = py::none());
   m.def("prepare_template", &kiln::pool::prepare_template, py::arg("command"), py::arg("names"),
-        py::call_guard<py::gil_scoped_release>());
+        py::arg("unless_elsewhere") = false, py::call_guard<py::gil_scoped_release>());
   m.def(
       "wait_for_template",
       [](const std::vector<std::string>& command, double timeout, bool only_if_preparing,

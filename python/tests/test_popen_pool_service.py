@@ -20,6 +20,8 @@ import pytest
 
 from kiln.support import popen_pool
 
+from _service_helpers import alive, service_pids, services, stop_services
+
 CALLER = textwrap.dedent("""
     import json, os, sys
     from kiln.support import popen_pool
@@ -58,39 +60,6 @@ def fixture_place(tmp_path):
     yield place
     stop_services(env)
     shutil.rmtree(runtime, ignore_errors=True)
-
-
-def services(env, stop=False):
-    code = (f"import json; from kiln.support import popen_pool; "
-            f"print(json.dumps(popen_pool.template_services({stop})))")
-    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
-                          check=True, timeout=60)
-    return json.loads(done.stdout)
-
-
-def service_pids(env):
-    return [int(s["status"].split("pid ", 1)[1].split()[0]) for s in services(env)
-            if s["status"].startswith("pid ")]
-
-
-def stop_services(env):
-    pids = service_pids(env)
-    services(env, stop=True)
-    deadline = time.monotonic() + 20
-    while pids and time.monotonic() < deadline:
-        pids = [p for p in pids if alive(p)]
-        time.sleep(0.05)
-    for pid in pids:  # pragma: no cover - a service that did not stop fails the test below
-        os.kill(pid, signal.SIGKILL)
-    assert not pids, f"template services {pids} did not stop when told to"
-
-
-def alive(pid):
-    try:
-        with open(f"/proc/{pid}/stat", encoding="ascii") as stat:
-            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except FileNotFoundError:
-        return False
 
 
 def call(place, python=None, env=None, cwd=None):

@@ -142,6 +142,12 @@ constexpr Setting kTable[] = {
      .environment_only = true,
      .reader = "Python",
      .meaning = "installs kiln into TVM in every process that imports tvm (kiln.tvm.install())"},
+    {.name = "KILN_TVM_TEMPLATE",
+     .type = flag,
+     .default_value = "1",
+     .reader = "Python",
+     .meaning = "with KILN_TVM, a process's first import of tvm prepares, in the background, a "
+                "worker template service that imports tvm (unless one is there or being made)"},
     // --- The settings file itself ---
     {.name = "KILN_CONFIG",
      .type = path,

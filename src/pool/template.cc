@@ -320,7 +320,8 @@ class Templates {
     return *templates;
   }
 
-  bool prepare(const std::vector<std::string>& command, const std::vector<std::string>& names) {
+  bool prepare(const std::vector<std::string>& command, const std::vector<std::string>& names,
+               bool unless_elsewhere) {
     std::vector<std::string> environment = make_environment({}, false);
     std::lock_guard lock(mutex_);
     std::string key = key_of(command, environment);
@@ -332,7 +333,7 @@ class Templates {
         entry.wanted.push_back(name);
       }
     }
-    return refresh(entry, std::move(environment));
+    return refresh(entry, std::move(environment), unless_elsewhere);
   }
 
   bool wait(const std::vector<std::string>& command, std::chrono::milliseconds limit,
@@ -450,7 +451,7 @@ class Templates {
   }
 
   // Starts a template with everything wanted, unless one has it or is preparing.
-  bool refresh(Entry& entry, std::vector<std::string> environment) {
+  bool refresh(Entry& entry, std::vector<std::string> environment, bool unless_elsewhere = false) {
     promote(entry);
     if (entry.next || entry.losses >= kMaxLosses) return false;
     if (entry.ready && !lacks(entry, *entry.ready)) return false;
@@ -459,6 +460,11 @@ class Templates {
     if (!entry.ready && services()) {
       if (join_service(entry, service)) return true;
       if (entry.wanted.empty()) return false;  // only asked to join one that was there
+      if (unless_elsewhere && !service.empty() &&
+          preparing_elsewhere(template_service_socket(sha256_hex(entry.key)))) {
+        note("another process prepares this template service");
+        return false;
+      }
     }
     try {
       entry.next = std::make_unique<TemplateProcess>(entry.command, std::move(environment),
@@ -575,9 +581,9 @@ std::optional<Child> fork_from_template(const SpawnSpec& spec) {
 namespace kiln::pool {
 
 bool prepare_template(const std::vector<std::string>& command,
-                      const std::vector<std::string>& names) {
+                      const std::vector<std::string>& names, bool unless_elsewhere) {
   if (command.empty()) throw InvalidArgument("prepare_template: the command is empty");
-  return internal::Templates::of_this_process().prepare(command, names);
+  return internal::Templates::of_this_process().prepare(command, names, unless_elsewhere);
 }
 
 bool wait_for_template(const std::vector<std::string>& command, std::chrono::milliseconds limit,

@@ -1,6 +1,8 @@
 // Where template services live and whom they serve (template_scope.h).
 #include "template_scope.h"
 
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -123,6 +125,21 @@ std::filesystem::path template_service_directory() {
 
 std::filesystem::path template_service_socket(std::string_view digest) {
   return template_service_directory() / fmt::format("{}.sock", digest.substr(0, 32));
+}
+
+UniqueFd hold_preparing_lock(const std::filesystem::path& socket) {
+  std::filesystem::path path = socket;
+  path.replace_extension(".preparing");
+  UniqueFd fd(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600));
+  if (fd && ::flock(fd.get(), LOCK_EX | LOCK_NB) != 0) fd.reset();
+  return fd;
+}
+
+bool preparing_elsewhere(const std::filesystem::path& socket) {
+  std::filesystem::path path = socket;
+  path.replace_extension(".preparing");
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+  return fd && ::flock(fd.get(), LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK;
 }
 
 std::vector<ServiceInfo> template_services(bool stop) {

@@ -30,6 +30,14 @@ std::filesystem::path template_service_socket(std::string_view digest);
 // when there is none (a socket nothing listens on any more is removed).
 UniqueFd connect_to_service(const std::filesystem::path& socket, std::string& why);
 
+// While a service prepares (imports what its first caller asked for) it holds a lock on
+// <digest>.preparing beside its socket; a process that only wants one made ahead
+// (prepare_template's `unless_elsewhere`) leaves the work to it. The service's side: the lock,
+// held until the descriptor closes (invalid when it cannot be taken: it prepares all the same).
+UniqueFd hold_preparing_lock(const std::filesystem::path& socket);
+// Whether another process holds the lock of the service at `socket`.
+bool preparing_elsewhere(const std::filesystem::path& socket);
+
 struct ServiceInfo {
   std::filesystem::path socket;
   std::string status;  // the service's "status" answer less its first line, or why none came

@@ -83,6 +83,9 @@ class Service {
           const pool::TemplateHooks& hooks)
       : digest_(std::move(digest)), socket_(std::move(socket)), args_(args), hooks_(hooks) {}
 
+  // The first service of a key prepares under the lock (template_scope.h, hold_preparing_lock).
+  void hold(UniqueFd preparing) { preparing_ = std::move(preparing); }
+
   Ending run(UniqueFd control) {
     if (!prepare(control)) return 0;
     callers_.push_back({std::move(control)});
@@ -113,6 +116,7 @@ class Service {
     freshness_ = Freshness::record(hooks_.sources ? hooks_.sources() : std::vector<std::string>{});
     checked_at_ = ServiceClock::now();
     listen_on_socket();
+    release_preparing_lock();
     // Serves later processes even when the one that started it is gone by now.
     (void)send_message(control.get(), join_lines("ready", failed));
     return listener_ || send_message(control.get(), "");
@@ -136,6 +140,15 @@ class Service {
     struct stat st {};
     if (::stat(socket_.c_str(), &st) == 0) socket_inode_ = st.st_ino;
     listener_ = std::move(fd);
+  }
+
+  // A later process that wants one made ahead finds this one's socket from now on.
+  void release_preparing_lock() {
+    if (!preparing_) return;
+    std::filesystem::path path = socket_;
+    path.replace_extension(".preparing");
+    (void)::unlink(path.c_str());
+    preparing_.reset();
   }
 
   bool owns_socket() const {
@@ -373,6 +386,7 @@ class Service {
   ServiceClock::time_point checked_at_{};
   ServiceClock::time_point idle_since_{};
   UniqueFd listener_;
+  UniqueFd preparing_;
   ino_t socket_inode_ = 0;
   std::vector<Caller> callers_;
   std::vector<ServedWorker> workers_;
@@ -412,8 +426,11 @@ std::variant<int, pool::ForkedWorker> serve_template_service(const std::vector<s
   ::close(kTemplateFd);
   reserve_worker_fds();  // before anything is imported
   reserve_fd(kTemplateFd);
+  UniqueFd preparing = hold_preparing_lock(socket);
   for (;;) {
-    Service::Ending ending = Service(digest, socket, args, hooks).run(std::move(control));
+    Service service(digest, socket, args, hooks);
+    service.hold(std::move(preparing));
+    Service::Ending ending = service.run(std::move(control));
     if (auto* successor = std::get_if<UniqueFd>(&ending)) {
       control = std::move(*successor);
       continue;

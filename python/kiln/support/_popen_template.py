@@ -68,6 +68,23 @@ class Template:
             native.prepare_template(COMMAND, wanted)
 
     @classmethod
+    def ahead(cls, names: Iterable[str]) -> bool:
+        """Prepare, in the background, a template that imports `names` for this process's pools
+        and, as a template service, for later processes (kiln.tvm's `tvm` at a process's first
+        import under KILN_TVM=1): unless a service that has them is there, another process is
+        preparing one, or services are off (KILN_POOL_TEMPLATE_SERVICE, KILN_TVM_TEMPLATE).
+        Returns whether it started one."""
+        if not (cls.enabled() and _settings.flag("KILN_POOL_TEMPLATE_SERVICE")):
+            return False
+        with cls.lock:
+            new = [n for n in dict.fromkeys(names) if n not in cls.seen]
+            cls.seen.update(new)
+            cls.wanted.extend(new)
+            cls.joined = True  # what prepare_template does first
+            wanted = list(cls.wanted)
+        return bool(native.prepare_template(COMMAND, wanted, True))
+
+    @classmethod
     def want_module_of(cls, function: object) -> None:
         """Ask for the module that defines `function` (a lookup, when it is known already);
         then, while a template that would have it is being prepared, wait for it: the workers
