@@ -3,6 +3,7 @@ path finds CUDA's stub driver (tvm_cuda_models.py says why).
 
     python tvm_cuda_stub_driver.py kiln|tvm OUT_DIR
     python tvm_cuda_stub_driver.py sources OUT_DIR MODEL...
+    python tvm_cuda_stub_driver.py both OUT_DIR MODEL...
 
 Builds a Relax MLP of 4 kernels with tvm.compile for sm_80 inside `with target:`, kiln.tvm.install()
 first with "kiln", and writes OUT_DIR/parent.json: how many compiles kiln's extension ran, the
@@ -10,7 +11,10 @@ kernels the CUDA source TVM generated defines, the file holding the bytes the ca
 (OUT_DIR/parent.cubin), and whether the built module holds those bytes. With "kiln" it then builds
 two MetaSchedule CUDA candidates with LocalBuilder, whose worker's f_build (probe_build) writes
 the same for itself to OUT_DIR/worker-<n>.json. "sources" writes the CUDA source TVM generates
-for each model of tvm_cuda_models.relax_model to OUT_DIR/<model>.cu.
+for each model of tvm_cuda_models.relax_model to OUT_DIR/<model>.cu. "both" runs each model's
+Relax pipeline once (tvm_cuda_models.scheduled) and builds it with tvm.compile(...,
+relax_pipeline=None) twice, with TVM's own callback and then, after kiln.tvm.install(), with
+kiln's, reporting each as OUT_DIR/<model>-tvm.json and OUT_DIR/<model>-kiln.json (with .cubin).
 """
 
 import json
@@ -94,6 +98,28 @@ def probe_build(mod, target, params):
     return built
 
 
+def build_both(out_dir, models):
+    """Each model built by TVM's callback, then by kiln's, from one run of its Relax pipeline."""
+    import kiln.tvm  # pylint: disable=import-outside-toplevel
+    import tvm  # pylint: disable=import-outside-toplevel
+    from tvm_cuda_models import cuda_target, relax_model, scheduled  # noqa: E501  pylint: disable=import-outside-toplevel
+
+    target = cuda_target()
+    for model in models:
+        module = scheduled(relax_model(model), target)
+        for side in ("tvm", "kiln"):
+            if side == "kiln":
+                kiln.tvm.install()
+            recorder = Recorder()
+            try:
+                with target:
+                    executable = tvm.compile(module, target=target, relax_pipeline=None)
+            finally:
+                recorder.stop()
+            recorder.report(out_dir, f"{model}-{side}", executable.mod.imports[0])
+        kiln.tvm.uninstall()
+
+
 def main(mode, out_dir, *models):
     import tvm  # pylint: disable=import-outside-toplevel
     from tvm_cuda_models import cuda_candidates, cuda_source, cuda_target, relax_model  # noqa: E501  pylint: disable=import-outside-toplevel
@@ -102,6 +128,9 @@ def main(mode, out_dir, *models):
         for model in models:
             with open(os.path.join(out_dir, model + ".cu"), "w", encoding="utf-8") as file:
                 file.write(cuda_source(model))
+        return
+    if mode == "both":
+        build_both(out_dir, models)
         return
     if mode == "kiln":
         import kiln.tvm  # pylint: disable=import-outside-toplevel
