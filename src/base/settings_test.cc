@@ -122,7 +122,7 @@ TEST_F(Settings, SecondsTakeTheTableDefaultAndRefuseOrWarnPerRow) {
 TEST_F(Settings, BytesAndChoices) {
   {
     ScopedEnv unset("KILN_NVRTC_SPLIT", std::nullopt);
-    EXPECT_EQ(settings::bytes("KILN_NVRTC_SPLIT"), 65536U);
+    EXPECT_EQ(settings::bytes("KILN_NVRTC_SPLIT"), 32768U);
   }
   {
     ScopedEnv never("KILN_NVRTC_SPLIT", "0");
@@ -131,7 +131,7 @@ TEST_F(Settings, BytesAndChoices) {
   {
     ScopedEnv half("KILN_NVRTC_SPLIT", "1.5");
     ::testing::internal::CaptureStderr();
-    EXPECT_EQ(settings::bytes("KILN_NVRTC_SPLIT"), 65536U) << "not a whole number";
+    EXPECT_EQ(settings::bytes("KILN_NVRTC_SPLIT"), 32768U) << "not a whole number";
     EXPECT_NE(::testing::internal::GetCapturedStderr().find("KILN_NVRTC_SPLIT must be a whole "
                                                             "number of bytes"),
               std::string::npos);

@@ -2,6 +2,7 @@
 #include "nvrtc_parallel.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <exception>
@@ -10,6 +11,7 @@
 #include <thread>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "kernel_split.h"
 #include "kiln/process.h"
@@ -118,10 +120,16 @@ NvrtcJob part_job(const Request& request, const NvrtcPlan& plan,
   return job;
 }
 
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
 // Each job in the compile server, all at once, each from a thread under the caller's RunScope's
 // limits. The first exception a part threw is rethrown once every part ended.
-std::vector<std::optional<NvrtcAttempt>> compile_all_in_server(const std::vector<NvrtcJob>& jobs) {
+std::vector<std::optional<NvrtcAttempt>> compile_all_in_server(const std::vector<NvrtcJob>& jobs,
+                                                               std::vector<double>* seconds) {
   std::vector<std::optional<NvrtcAttempt>> attempts(jobs.size());
+  seconds->assign(jobs.size(), 0.0);
   std::vector<std::exception_ptr> errors(jobs.size());
   const RunScope* scope = RunScope::current();
   std::optional<RunScope::Limits> limits;
@@ -133,7 +141,9 @@ std::vector<std::optional<NvrtcAttempt>> compile_all_in_server(const std::vector
         try {
           std::optional<RunScope> inherited;
           if (limits) inherited.emplace(*limits);
+          auto start = std::chrono::steady_clock::now();
           attempts[i] = compile_in_server(jobs[i]);
+          (*seconds)[i] = seconds_since(start);
         } catch (...) {
           errors[i] = std::current_exception();
         }
@@ -199,7 +209,8 @@ std::optional<CompileResult> compile_in_parts(const Request& request, const Nvrt
   }
   std::vector<NvrtcJob> jobs;
   for (const auto& group : groups) jobs.push_back(part_job(request, plan, *kernels, group));
-  std::vector<std::optional<NvrtcAttempt>> attempts = compile_all_in_server(jobs);
+  std::vector<double> seconds;
+  std::vector<std::optional<NvrtcAttempt>> attempts = compile_all_in_server(jobs, &seconds);
   std::vector<std::string> ptx;
   std::vector<std::string> logs;
   for (std::optional<NvrtcAttempt>& attempt : attempts) {
@@ -224,11 +235,13 @@ std::optional<CompileResult> compile_in_parts(const Request& request, const Nvrt
   std::optional<std::string> merged = merged_ptx(ptx);
   std::optional<std::filesystem::path> ptxas =
       merged ? matching_ptxas(ptx.front(), &why) : std::nullopt;
+  auto ptxas_start = std::chrono::steady_clock::now();
   std::optional<PtxasOutput> out =
       ptxas ? run_ptxas(*ptxas, *merged, plan.arch, *flags, &why) : std::nullopt;
   if (!out) return whole(merged ? why : "the parts' PTX could not be merged");
   logs.push_back(std::move(out->log));
-  debug(fmt::format("NVRTC compiled the module as {} programs at once", jobs.size()));
+  debug(fmt::format("NVRTC compiled the module as {} programs at once ({:.2f} s; ptxas {:.2f} s)",
+                    jobs.size(), fmt::join(seconds, " s, "), seconds_since(ptxas_start)));
   return CompileResult{
       .bytes = std::move(out->cubin), .log = users_log(merged_logs(logs)), .programs = jobs.size()};
 }

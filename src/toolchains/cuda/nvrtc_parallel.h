@@ -36,9 +36,11 @@
 
 namespace kiln::cuda::internal {
 
-// Splitting a module is worth it when its groups spare at least this much source (about 0.3 s of
-// NVRTC's work) beside the largest group, and every group holds at least this much.
-inline constexpr size_t kMinSparedBytes = size_t{64} << 10;
+// Splitting a module is worth it when its groups spare at least this much source (about 0.15 s of
+// NVRTC's work) beside the largest group, and every group holds at least this much. 32 KiB splits
+// an attention layer of four tensor-core matmuls (80 KB) in two: its compile took 0.42 x TVM's
+// callback's time in parts, 0.57 x whole (python_tvm_cuda_bench's "attention", issue 46).
+inline constexpr size_t kMinSparedBytes = size_t{32} << 10;
 
 // The module of `request`, planned as `plan` (a cubin), compiled in parts at once; std::nullopt
 // when it is to be compiled whole. CompileResult::programs says how many parts it was. Throws

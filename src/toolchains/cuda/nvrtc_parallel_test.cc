@@ -233,7 +233,7 @@ TEST_F(NvrtcParallel, WhatTheSplitCouldChangeIsCompiledWhole) {
   EXPECT_EQ(compile(code, {.options = {"-DUNUSED=1", "-Xptxas", "-O3"}}).programs, 2U);
 }
 
-// A module of four kernels that splits in two at the default threshold (each group spares 64 KiB),
+// A module of four kernels that splits in two at the default threshold (each group spares 32 KiB),
 // and one of six small kernels that splits at the fixture's: each kernel but the first uses what
 // the helpers define, the first too or otherwise.
 constexpr int kKernels = 4;
