@@ -47,6 +47,7 @@ import os
 import subprocess
 import sys
 import threading
+import time
 from collections import namedtuple
 from enum import IntEnum
 
@@ -83,6 +84,41 @@ __all__ = [
 # How long (seconds) a call may take to unpickle its function (importing its modules) before its
 # own timeout starts; tvm.support has no limit, a hung import would hang the caller forever.
 _PREPARATION_S = 600.0
+
+
+class _Settled:
+    """The tasks whose worker template was found settled (none being prepared that they would
+    wait for), so that a call of one of them skips Template.want_module_of's native check: that
+    check releases the GIL, which hands it to the executor's collector thread at every submit
+    (a context switch each way), and cost a fast task half its throughput. What Python asks for
+    (Template.want, which grows Template.wanted, or a first join) unsettles them at once; a
+    preparation kiln's C++ side starts by itself (a template that died is rebuilt) is seen at
+    the first call after RECHECK_S."""
+
+    RECHECK_S = 0.001
+
+    def __init__(self) -> None:
+        self.tasks: set[object] = set()
+        self.until = 0.0
+        self.epoch: tuple[int, bool] = (-1, False)
+
+    def want_module_of(self, function: object) -> None:
+        """Template.want_module_of(function), unless its task was found settled just now."""
+        task = getattr(function, "__module__", None)
+        if Template.companions:  # the modules a task waits for depend on its name, too
+            task = (task, getattr(function, "__qualname__", None))
+        epoch = (len(Template.wanted), Template.joined)
+        if epoch == self.epoch and time.monotonic() < self.until and task in self.tasks:
+            return
+        Template.want_module_of(function)
+        now, epoch = time.monotonic(), (len(Template.wanted), Template.joined)
+        if epoch != self.epoch or now >= self.until:
+            self.tasks = set()
+            self.until, self.epoch = now + self.RECHECK_S, epoch
+        self.tasks.add(task)
+
+
+_settled = _Settled()
 
 
 def kill_child_processes(pid: int) -> None:
@@ -305,7 +341,7 @@ class PopenWorker:
         ----
         recv() the result before the next send.
         """
-        Template.want_module_of(fn)
+        _settled.want_module_of(fn)
         self._native.send(checked(dumps(fn, args, kwargs), fn), _seconds(timeout))
 
     def recv(self) -> Any:
@@ -407,8 +443,7 @@ class PopenPoolExecutor:
         self, futures: concurrent.futures.Future[Any] | list[concurrent.futures.Future[Any]]
     ) -> int:
         """Index the future (or list of futures) of calls about to be submitted; returns the
-        first index."""
-        self._check_process()
+        first index (the caller has checked the process)."""
         with self._lock:
             if self._shutdown:
                 raise RuntimeError("cannot schedule new futures after shutdown")
@@ -435,7 +470,7 @@ class PopenPoolExecutor:
     ) -> concurrent.futures.Future[_T]:
         """Submit the call ``fn(*args, **kwargs)``; returns its concurrent.futures.Future."""
         self._check_process()
-        Template.want_module_of(fn)
+        _settled.want_module_of(fn)
         payload = checked(dumps(fn, args, kwargs), fn)
         future: concurrent.futures.Future[_T] = concurrent.futures.Future()
         self._native.submit(self._register(future), (payload,))
@@ -449,7 +484,7 @@ class PopenPoolExecutor:
         Every call is submitted at once; the results are yielded as the caller iterates.
         """
         self._check_process()
-        Template.want_module_of(fn)
+        _settled.want_module_of(fn)
         payloads = [checked(dumps(fn, (item,), None), fn) for item in iterator]
         futures: list[concurrent.futures.Future[Any]] = [
             concurrent.futures.Future() for _ in payloads
