@@ -19,6 +19,7 @@
 #include <cerrno>
 #include <cstring>
 #include <memory>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -429,7 +430,7 @@ std::variant<int, pool::ForkedWorker> serve_template_service(const std::vector<s
   UniqueFd preparing = hold_preparing_lock(socket);
   for (;;) {
     Service service(digest, socket, args, hooks);
-    service.hold(std::move(preparing));
+    service.hold(std::exchange(preparing, UniqueFd()));  // the first one only
     Service::Ending ending = service.run(std::move(control));
     if (auto* successor = std::get_if<UniqueFd>(&ending)) {
       control = std::move(*successor);
