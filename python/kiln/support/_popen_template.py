@@ -54,18 +54,20 @@ class Template:
     companions: dict[str, tuple[str, ...]] = {}
 
     @classmethod
-    def want(cls, names: Iterable[str | None]) -> None:
-        """Ask for `names` too; starts the template (again) when one is new."""
+    def want(cls, names: Iterable[str | None], unless_elsewhere: bool = False) -> bool:
+        """Ask for `names` too; starts the template (again) when one is new (`unless_elsewhere`:
+        nor when another process prepares its service). Returns whether it started one."""
         with cls.lock:
             # (None, a function without a module, is in `seen`: never new.)
             new = [n for n in dict.fromkeys(names) if n is not None and n not in cls.seen]
             if not new:
-                return
+                return False
             cls.seen.update(new)
             cls.wanted.extend(new)
             wanted = list(cls.wanted)
         if cls.enabled():
-            native.prepare_template(COMMAND, wanted)
+            return bool(native.prepare_template(COMMAND, wanted, unless_elsewhere))
+        return False
 
     @classmethod
     def ahead(cls, names: Iterable[str]) -> bool:
@@ -76,13 +78,8 @@ class Template:
         Returns whether it started one."""
         if not (cls.enabled() and _settings.flag("KILN_POOL_TEMPLATE_SERVICE")):
             return False
-        with cls.lock:
-            new = [n for n in dict.fromkeys(names) if n not in cls.seen]
-            cls.seen.update(new)
-            cls.wanted.extend(new)
-            cls.joined = True  # what prepare_template does first
-            wanted = list(cls.wanted)
-        return bool(native.prepare_template(COMMAND, wanted, True))
+        cls.joined = True  # what prepare_template does first
+        return cls.want(names, unless_elsewhere=True)
 
     @classmethod
     def want_module_of(cls, function: object) -> None:
